@@ -1,0 +1,287 @@
+//! Response envelopes, the JSON body guard, and how a failed guard's error reaches the catcher.
+
+use std::io::Cursor;
+use std::sync::Mutex;
+
+use rocket::data::{self, Data, FromData, ToByteUnit};
+use rocket::http::{ContentType, Status};
+use rocket::outcome::Outcome;
+use rocket::request::Request;
+use rocket::response::{self, Responder, Response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ErrorCode};
+use crate::ratelimit::OriginalPath;
+
+/// Which envelope a route set's clients expect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// `/api/v1`: `{success, data | error{code, message, details}, timestamp}`.
+    Platform,
+    /// Companion sets A and B and everything outside `/api`: FastAPI-style `{detail}`.
+    Detail,
+}
+
+impl Flavor {
+    pub fn of(req: &Request<'_>) -> Self {
+        // A rate-limited request was rerouted; its envelope is that of the path it asked for.
+        if let OriginalPath(Some(path)) = req.local_cache(|| OriginalPath(None)) {
+            return Self::for_path(path);
+        }
+        Self::for_path(req.uri().path().as_str())
+    }
+
+    pub fn for_path(path: &str) -> Self {
+        if path == "/api/v1" || path.starts_with("/api/v1/") || path.starts_with("/ws/") {
+            Self::Platform
+        } else {
+            Self::Detail
+        }
+    }
+}
+
+pub fn timestamp_now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+pub fn error_body(flavor: Flavor, err: &ApiError) -> Value {
+    match flavor {
+        Flavor::Platform => json!({
+            "success": false,
+            "error": {
+                "code": err.code.as_str(),
+                "message": err.message,
+                "details": err.details,
+            },
+            "timestamp": timestamp_now(),
+        }),
+        Flavor::Detail => json!({ "detail": err.message, "code": err.code.as_str() }),
+    }
+}
+
+/// A successful platform response: `{success: true, data, timestamp}` with a status (200 or 201).
+#[derive(Debug)]
+pub struct Success<T> {
+    status: Status,
+    data: T,
+}
+
+pub fn ok<T: Serialize>(data: T) -> Success<T> {
+    Success {
+        status: Status::Ok,
+        data,
+    }
+}
+
+pub fn created<T: Serialize>(data: T) -> Success<T> {
+    Success {
+        status: Status::Created,
+        data,
+    }
+}
+
+impl<'r, T: Serialize> Responder<'r, 'static> for Success<T> {
+    fn respond_to(self, req: &'r Request<'_>) -> response::Result<'static> {
+        let body = serde_json::to_string(&json!({
+            "success": true,
+            "data": self.data,
+            "timestamp": timestamp_now(),
+        }))
+        .map_err(|err| {
+            tracing::error!("response serialisation failed: {err}");
+            Status::InternalServerError
+        })?;
+        let _ = req;
+        Response::build()
+            .status(self.status)
+            .header(ContentType::JSON)
+            .sized_body(body.len(), Cursor::new(body))
+            .ok()
+    }
+}
+
+/// The error of a failed guard, kept for the catcher (Rocket 0.5 catchers only see the status).
+struct GuardError(Mutex<Option<ApiError>>);
+
+/// Fails a guard with `err`: the catcher for its status answers with exactly this error.
+pub fn fail_with<S, E, F>(req: &Request<'_>, err: ApiError) -> Outcome<S, (Status, E), F>
+where
+    E: From<ApiError>,
+{
+    let status = err.code.status();
+    let slot = req.local_cache(|| GuardError(Mutex::new(None)));
+    if let Ok(mut slot) = slot.0.lock() {
+        slot.get_or_insert_with(|| err.clone());
+    }
+    Outcome::Error((status, E::from(err)))
+}
+
+pub fn guard_error(req: &Request<'_>) -> Option<ApiError> {
+    let slot = req.local_cache(|| GuardError(Mutex::new(None)));
+    slot.0.lock().ok().and_then(|mut slot| slot.take())
+}
+
+/// A JSON request body whose errors name the offending field.
+#[derive(Debug)]
+pub struct Body<T>(pub T);
+
+/// A JSON request body that may be absent: an empty body is `None`, anything else must parse.
+#[derive(Debug)]
+pub struct OptionalBody<T>(pub Option<T>);
+
+async fn read_body(req: &Request<'_>, data: Data<'_>) -> Result<Vec<u8>, ApiError> {
+    let limit = req.limits().get("json").unwrap_or(256.kibibytes());
+    match data.open(limit).into_bytes().await {
+        Ok(bytes) if bytes.is_complete() => Ok(bytes.into_inner()),
+        Ok(_) => {
+            Err(ApiError::code(ErrorCode::PayloadTooLarge).detail("limit_bytes", limit.as_u64()))
+        }
+        Err(err) => Err(ApiError::invalid_field(
+            "body",
+            format!("unreadable: {err}"),
+        )),
+    }
+}
+
+#[rocket::async_trait]
+impl<'r, T: DeserializeOwned> FromData<'r> for Body<T> {
+    type Error = ApiError;
+
+    async fn from_data(req: &'r Request<'_>, data: Data<'r>) -> data::Outcome<'r, Self> {
+        match read_body(req, data)
+            .await
+            .and_then(|bytes| parse_json(&bytes))
+        {
+            Ok(value) => Outcome::Success(Body(value)),
+            Err(err) => fail_with(req, err),
+        }
+    }
+}
+
+#[rocket::async_trait]
+impl<'r, T: DeserializeOwned> FromData<'r> for OptionalBody<T> {
+    type Error = ApiError;
+
+    async fn from_data(req: &'r Request<'_>, data: Data<'r>) -> data::Outcome<'r, Self> {
+        let parsed = read_body(req, data).await.and_then(|bytes| {
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                Ok(None)
+            } else {
+                parse_json(&bytes).map(Some)
+            }
+        });
+        match parsed {
+            Ok(value) => Outcome::Success(OptionalBody(value)),
+            Err(err) => fail_with(req, err),
+        }
+    }
+}
+
+/// Parses a JSON body; errors say which field is missing or mistyped, or where the syntax broke.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            "The request body must be a JSON object",
+        )
+        .detail("field", "body")
+        .detail("reason", "empty body"));
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let result: Result<T, _> = serde_path_to_error::deserialize(&mut de);
+    if result.is_ok()
+        && let Err(err) = de.end()
+    {
+        return Err(
+            ApiError::new(ErrorCode::InvalidRequest, format!("Malformed JSON: {err}"))
+                .detail("field", "body")
+                .detail("reason", err.to_string()),
+        );
+    }
+    result.map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        match inner.classify() {
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                ApiError::new(
+                    ErrorCode::InvalidRequest,
+                    format!("Malformed JSON: {inner}"),
+                )
+                .detail("field", "body")
+                .detail("reason", inner.to_string())
+            }
+            _ => {
+                let message = inner.to_string();
+                let field = missing_field_name(&message)
+                    .map(|name| {
+                        if path == "." {
+                            name.to_string()
+                        } else {
+                            format!("{path}.{name}")
+                        }
+                    })
+                    .unwrap_or_else(|| {
+                        if path == "." {
+                            "body".to_string()
+                        } else {
+                            path
+                        }
+                    });
+                let reason = message
+                    .split(" at line ")
+                    .next()
+                    .unwrap_or(&message)
+                    .to_string();
+                ApiError::invalid_field(&field, reason)
+            }
+        }
+    })
+}
+
+fn missing_field_name(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("missing field `")?;
+    rest.split('`').next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Login {
+        email: String,
+        remember: Option<bool>,
+    }
+
+    #[test]
+    fn names_the_missing_or_mistyped_field() {
+        let err = parse_json::<Login>(br#"{"remember": true}"#).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidRequest);
+        assert_eq!(err.details["field"], "email");
+        let err = parse_json::<Login>(br#"{"email": "a@b.co", "remember": "yes"}"#).unwrap_err();
+        assert_eq!(err.details["field"], "remember");
+        let err = parse_json::<Login>(br#"{"email": 5}"#).unwrap_err();
+        assert_eq!(err.details["field"], "email");
+    }
+
+    #[test]
+    fn malformed_and_empty_bodies_are_invalid_requests() {
+        for body in [
+            &b"{\"email\": "[..],
+            b"not json",
+            b"",
+            b"  ",
+            b"{} trailing",
+        ] {
+            let err = parse_json::<Login>(body).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidRequest, "{body:?}");
+            assert_eq!(err.details["field"], "body", "{body:?}");
+        }
+        let err = parse_json::<Login>(b"[1,2]").unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidRequest);
+    }
+}

@@ -1,0 +1,118 @@
+//! HTTP API. Each module exposes `routes()`; everything is mounted here and only here.
+
+pub mod envelope;
+pub mod request_id;
+pub mod v1;
+
+use rocket::http::Status;
+use rocket::{Build, Request, Rocket, catch, catchers, get, routes};
+
+use crate::error::{ApiError, ErrorCode};
+use crate::ratelimit::RequestDecision;
+use envelope::guard_error;
+
+pub fn mount(rocket: Rocket<Build>) -> Rocket<Build> {
+    rocket
+        .mount("/api/v1", v1::routes())
+        .mount("/", routes![rate_limited])
+        .register("/", catchers![catch_all])
+}
+
+/// Where the rate-limit fairing sends a request over its limit.
+#[get("/__tradehost/rate-limited")]
+fn rate_limited(decision: RequestDecision) -> ApiError {
+    match decision {
+        RequestDecision(Some(decision)) if !decision.allowed => ApiError::new(
+            ErrorCode::RateLimitExceeded,
+            format!(
+                "Rate limit of {} requests per minute exceeded; retry later",
+                decision.limit
+            ),
+        )
+        .detail("limit", decision.limit)
+        .detail("reset_at", decision.reset_at)
+        .retry_after(decision.retry_after_secs()),
+        _ => ApiError::code(ErrorCode::NotFound),
+    }
+}
+
+/// Every error Rocket produces itself (unknown route, failed guard, bad body, panic) as JSON in
+/// the envelope of the route set the path belongs to (see `Flavor`).
+#[catch(default)]
+fn catch_all(status: Status, req: &Request<'_>) -> ApiError {
+    if let Some(err) = guard_error(req) {
+        return err;
+    }
+    match status.code {
+        404 if other_method_matches(req) => ApiError::new(
+            ErrorCode::MethodNotAllowed,
+            format!("{} is not allowed on {}", req.method(), req.uri().path()),
+        ),
+        404 => ApiError::new(
+            ErrorCode::NotFound,
+            format!("No route for {} {}", req.method(), req.uri().path()),
+        ),
+        400 | 422 => ApiError::code(ErrorCode::InvalidRequest),
+        401 => ApiError::code(ErrorCode::TokenInvalid),
+        403 => ApiError::code(ErrorCode::Unauthorized),
+        413 => ApiError::code(ErrorCode::PayloadTooLarge),
+        429 => ApiError::code(ErrorCode::RateLimitExceeded),
+        503 => ApiError::code(ErrorCode::ServiceUnavailable),
+        code => ApiError::internal(format!(
+            "unhandled status {code} for {} {}",
+            req.method(),
+            req.uri()
+        )),
+    }
+}
+
+/// Whether some route serves this path with another method (so the answer is 405, not 404).
+fn other_method_matches(req: &Request<'_>) -> bool {
+    let path = req.uri().path();
+    let segments: Vec<&str> = path.segments().collect();
+    req.rocket()
+        .routes()
+        .filter(|route| route.method != req.method())
+        .any(|route| template_matches(route.uri.path(), &segments))
+}
+
+fn template_matches(template: &str, segments: &[&str]) -> bool {
+    let parts: Vec<&str> = template.split('/').filter(|s| !s.is_empty()).collect();
+    let mut i = 0;
+    for part in &parts {
+        if part.starts_with('<') && part.ends_with("..>") {
+            return true;
+        }
+        match segments.get(i) {
+            Some(segment) if part.starts_with('<') || part == segment => i += 1,
+            _ => return false,
+        }
+    }
+    i == segments.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template_matches;
+
+    #[test]
+    fn route_templates() {
+        assert!(template_matches(
+            "/api/v1/auth/login",
+            &["api", "v1", "auth", "login"]
+        ));
+        assert!(!template_matches(
+            "/api/v1/auth/login",
+            &["api", "v1", "auth"]
+        ));
+        assert!(template_matches(
+            "/api/v1/positions/<id>",
+            &["api", "v1", "positions", "p1"]
+        ));
+        assert!(template_matches("/files/<path..>", &["files", "a", "b"]));
+        assert!(!template_matches(
+            "/api/v1/auth/login",
+            &["api", "v1", "auth", "login", "x"]
+        ));
+    }
+}

@@ -1,0 +1,59 @@
+//! A request id on every request and response (`X-Request-Id`), used to find a request in the log.
+
+use std::fmt;
+use std::time::Instant;
+
+use rocket::fairing::{Fairing, Info, Kind};
+use rocket::http::Header;
+use rocket::{Data, Request, Response};
+
+#[derive(Debug, Clone)]
+pub struct RequestId(String);
+
+impl RequestId {
+    pub fn of(req: &Request<'_>) -> RequestId {
+        req.local_cache(|| RequestId(uuid::Uuid::new_v4().simple().to_string()))
+            .clone()
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// When the request arrived (for the access log and response-time metrics).
+#[derive(Clone, Copy)]
+pub struct Arrived(pub Instant);
+
+pub struct RequestIdFairing;
+
+#[rocket::async_trait]
+impl Fairing for RequestIdFairing {
+    fn info(&self) -> Info {
+        Info {
+            name: "request id",
+            kind: Kind::Request | Kind::Response,
+        }
+    }
+
+    async fn on_request(&self, req: &mut Request<'_>, _: &mut Data<'_>) {
+        req.local_cache(|| Arrived(Instant::now()));
+        let _ = RequestId::of(req);
+    }
+
+    async fn on_response<'r>(&self, req: &'r Request<'_>, res: &mut Response<'r>) {
+        let id = RequestId::of(req);
+        let elapsed = req.local_cache(|| Arrived(Instant::now())).0.elapsed();
+        tracing::debug!(
+            request_id = %id,
+            method = %req.method(),
+            path = %req.uri().path(),
+            status = res.status().code,
+            micros = elapsed.as_micros() as u64,
+            "request"
+        );
+        res.set_header(Header::new("X-Request-Id", id.0));
+    }
+}

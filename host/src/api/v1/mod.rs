@@ -1,0 +1,9 @@
+//! The platform API under `/api/v1`.
+
+pub mod auth;
+
+use rocket::Route;
+
+pub fn routes() -> Vec<Route> {
+    auth::routes()
+}

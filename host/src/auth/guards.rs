@@ -1,0 +1,139 @@
+//! Request guards: the bearer token, the signed-in user, the admin, and the client's address.
+
+use rocket::http::Status;
+use rocket::request::{FromRequest, Outcome, Request};
+
+use super::jwt::{Claims, TokenError};
+use super::sessions::Principal;
+use crate::App;
+use crate::api::envelope::fail_with;
+use crate::error::{ApiError, ErrorCode};
+
+/// The verified claims of the request's bearer token, computed once per request.
+#[derive(Debug, Clone)]
+pub enum Bearer {
+    Missing,
+    Invalid(TokenError),
+    Valid(Claims),
+}
+
+impl Bearer {
+    pub fn of<'r>(req: &'r Request<'_>) -> &'r Bearer {
+        req.local_cache(|| {
+            let Some(app) = req.rocket().state::<App>() else {
+                return Bearer::Missing;
+            };
+            match bearer_token(req) {
+                None => Bearer::Missing,
+                Some(token) => match app.jwt.verify(token) {
+                    Ok(claims) => Bearer::Valid(claims),
+                    Err(err) => Bearer::Invalid(err),
+                },
+            }
+        })
+    }
+}
+
+fn bearer_token<'r>(req: &'r Request<'_>) -> Option<&'r str> {
+    let header = req.headers().get_one("Authorization")?.trim();
+    let (scheme, token) = header.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// A signed-in user with a live session.
+#[derive(Debug, Clone)]
+pub struct AuthUser(pub Principal);
+
+#[rocket::async_trait]
+impl<'r> FromRequest<'r> for AuthUser {
+    type Error = ApiError;
+
+    async fn from_request(req: &'r Request<'_>) -> Outcome<Self, ApiError> {
+        let claims = match Bearer::of(req) {
+            Bearer::Valid(claims) => claims,
+            Bearer::Missing => {
+                return fail_with(
+                    req,
+                    ApiError::new(ErrorCode::TokenInvalid, "Missing bearer token"),
+                );
+            }
+            Bearer::Invalid(TokenError::Expired) => {
+                return fail_with(req, ApiError::code(ErrorCode::TokenExpired));
+            }
+            Bearer::Invalid(TokenError::Invalid) => {
+                return fail_with(req, ApiError::code(ErrorCode::TokenInvalid));
+            }
+        };
+        let Some(app) = req.rocket().state::<App>() else {
+            return Outcome::Error((
+                Status::InternalServerError,
+                ApiError::internal("application state missing"),
+            ));
+        };
+        match app
+            .sessions
+            .principal(&app.db, &claims.sid, &claims.sub)
+            .await
+        {
+            Ok(principal) => Outcome::Success(AuthUser(principal)),
+            Err(err) => fail_with(req, err),
+        }
+    }
+}
+
+/// A signed-in user with the admin role; anyone else gets `UNAUTHORIZED` (403).
+#[derive(Debug, Clone)]
+pub struct AdminUser(pub Principal);
+
+#[rocket::async_trait]
+impl<'r> FromRequest<'r> for AdminUser {
+    type Error = ApiError;
+
+    async fn from_request(req: &'r Request<'_>) -> Outcome<Self, ApiError> {
+        match AuthUser::from_request(req).await {
+            Outcome::Success(AuthUser(principal)) if principal.is_admin() => {
+                Outcome::Success(AdminUser(principal))
+            }
+            Outcome::Success(_) => fail_with(
+                req,
+                ApiError::new(
+                    ErrorCode::Unauthorized,
+                    "This route requires the admin role",
+                ),
+            ),
+            Outcome::Error(err) => Outcome::Error(err),
+            Outcome::Forward(status) => Outcome::Forward(status),
+        }
+    }
+}
+
+/// The client's address and user agent, for the audit log and per-IP limits.
+#[derive(Debug, Clone, Default)]
+pub struct ClientMeta {
+    pub ip: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+impl ClientMeta {
+    pub fn of(req: &Request<'_>) -> Self {
+        Self {
+            ip: req.client_ip().map(|ip| ip.to_string()),
+            user_agent: req
+                .headers()
+                .get_one("User-Agent")
+                .map(|ua| ua.chars().take(512).collect()),
+        }
+    }
+}
+
+#[rocket::async_trait]
+impl<'r> FromRequest<'r> for ClientMeta {
+    type Error = std::convert::Infallible;
+
+    async fn from_request(req: &'r Request<'_>) -> Outcome<Self, Self::Error> {
+        Outcome::Success(ClientMeta::of(req))
+    }
+}

@@ -1,0 +1,3 @@
+//! Plans and tiers; subscriptions, proration and payments build on this.
+
+pub mod plans;

@@ -1,0 +1,103 @@
+//! The tier table of platform-api.md (Limits). The one place tier limits are written down.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    Free,
+    Basic,
+    Pro,
+    Enterprise,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TierLimits {
+    pub max_position_size_usd: f64,
+    pub max_positions: u32,
+    pub max_daily_trades: u32,
+    pub api_calls_per_minute: u32,
+    /// `None`: unlimited.
+    #[serde(skip)]
+    pub max_exchange_connections: Option<u32>,
+    #[serde(skip)]
+    pub live_trading: bool,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 4] = [Tier::Free, Tier::Basic, Tier::Pro, Tier::Enterprise];
+
+    pub fn parse(name: &str) -> Option<Tier> {
+        Self::ALL.into_iter().find(|tier| tier.as_str() == name)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Free => "free",
+            Tier::Basic => "basic",
+            Tier::Pro => "pro",
+            Tier::Enterprise => "enterprise",
+        }
+    }
+
+    pub fn limits(self) -> TierLimits {
+        let (size, positions, trades, calls, connections, live) = match self {
+            Tier::Free => (0.0, 3, 10, 10, Some(1), false),
+            Tier::Basic => (500.0, 5, 30, 30, Some(2), true),
+            Tier::Pro => (2000.0, 10, 100, 100, Some(5), true),
+            Tier::Enterprise => (10_000.0, 50, 500, 500, None, true),
+        };
+        TierLimits {
+            max_position_size_usd: size,
+            max_positions: positions,
+            max_daily_trades: trades,
+            api_calls_per_minute: calls,
+            max_exchange_connections: connections,
+            live_trading: live,
+        }
+    }
+
+    /// The tier whose limits apply: a free user in an active trial gets basic's (decisions.md).
+    pub fn effective(self, trial_active: bool) -> Tier {
+        if self == Tier::Free && trial_active {
+            Tier::Basic
+        } else {
+            self
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_matches_the_spec() {
+        let rows: Vec<(f64, u32, u32, u32)> = Tier::ALL
+            .iter()
+            .map(|t| {
+                let l = t.limits();
+                (
+                    l.max_position_size_usd,
+                    l.max_positions,
+                    l.max_daily_trades,
+                    l.api_calls_per_minute,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                (0.0, 3, 10, 10),
+                (500.0, 5, 30, 30),
+                (2000.0, 10, 100, 100),
+                (10000.0, 50, 500, 500)
+            ]
+        );
+        assert_eq!(Tier::Free.effective(true), Tier::Basic);
+        assert_eq!(Tier::Free.effective(false), Tier::Free);
+        assert_eq!(Tier::Pro.effective(true), Tier::Pro);
+        assert_eq!(Tier::parse("pro"), Some(Tier::Pro));
+        assert_eq!(Tier::parse("gold"), None);
+    }
+}

@@ -1,0 +1,102 @@
+//! The `tradehost` command line: serve (default), migrate, admin.
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+use crate::auth::service::{self, AdminOutcome};
+use crate::config::{AppConfig, process_env};
+use crate::store::Db;
+use crate::{App, VERSION};
+
+#[derive(Debug, Parser)]
+#[command(name = "tradehost", version = VERSION, about = "Self-hostable trading automation platform")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server (the default).
+    Serve,
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Manage administrators (the only way to make one).
+    Admin {
+        #[command(subcommand)]
+        action: AdminCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Create an admin, or promote the existing user with this e-mail.
+    Create {
+        #[arg(long)]
+        email: String,
+        /// The password (or set TRADEHOST_ADMIN_PASSWORD to keep it out of the process list).
+        #[arg(long, env = "TRADEHOST_ADMIN_PASSWORD", hide_env_values = true)]
+        password: String,
+    },
+    /// Give an existing user the admin role.
+    Promote {
+        #[arg(long)]
+        email: String,
+    },
+}
+
+pub fn init_tracing(debug: bool) {
+    use tracing_subscriber::EnvFilter;
+    // Rocket's own launch banner and request lines are replaced by ours.
+    let default = if debug {
+        "debug,hyper=info,rocket=error,sqlx=warn"
+    } else {
+        "info,rocket=error,sqlx=warn"
+    };
+    let filter =
+        EnvFilter::try_from_env("TRADEHOST_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_ansi(ansi)
+        .try_init();
+}
+
+pub async fn run(cli: Cli) -> Result<()> {
+    let figment = AppConfig::rocket_figment(&process_env)?;
+    let config = AppConfig::load(&figment, &process_env)?;
+    init_tracing(config.debug);
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => {
+            let app = App::init(config).await?;
+            let _ = crate::rocket(figment, app)
+                .launch()
+                .await
+                .context("the server stopped with an error")?;
+            Ok(())
+        }
+        Command::Migrate => {
+            let db = Db::connect(&config.database_url).await?;
+            db.migrate().await?;
+            println!("database migrated ({})", db.backend.name());
+            Ok(())
+        }
+        Command::Admin { action } => {
+            let db = Db::connect(&config.database_url).await?;
+            db.migrate().await?;
+            let outcome = match action {
+                AdminCommand::Create { email, password } => {
+                    service::create_admin(&db, &email, &password).await?
+                }
+                AdminCommand::Promote { email } => service::promote_admin(&db, &email).await?,
+            };
+            match outcome {
+                AdminOutcome::Created(id) => println!("created admin {id}"),
+                AdminOutcome::Promoted(id) => println!("promoted user {id} to admin"),
+                AdminOutcome::AlreadyAdmin(id) => println!("user {id} is already an admin"),
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! Configuration: Rocket.toml profiles (the `[<profile>.tradehost]` table) overridden by the
+//! environment names of the spec (`DATABASE_URL`, `JWT_SECRET_KEY`, ...) and `TRADEHOST_*`.
+//!
+//! Everything the server needs is resolved here once, at start, into [`AppConfig`]; nothing else
+//! reads the environment.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use rocket::figment::Figment;
+use serde::Deserialize;
+
+use crate::store::Backend;
+
+/// The `[default.tradehost]` table of Rocket.toml; every field has a default so an empty table works.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+struct FileSettings {
+    data_dir: PathBuf,
+    database_url: Option<String>,
+    jwt_expiration_hours: f64,
+    refresh_token_days: i64,
+    auth_rate_limit: u32,
+    anon_rate_limit: u32,
+    failed_login_limit: u32,
+    failed_login_window_secs: u64,
+    scan_interval_secs: f64,
+    plugin_dir: Option<PathBuf>,
+    smtp_url: Option<String>,
+    mail_from: Option<String>,
+    public_url: Option<String>,
+}
+
+impl Default for FileSettings {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from("./data"),
+            database_url: None,
+            jwt_expiration_hours: 24.0,
+            refresh_token_days: 30,
+            auth_rate_limit: 10,
+            anon_rate_limit: 120,
+            failed_login_limit: 5,
+            failed_login_window_secs: 900,
+            scan_interval_secs: 60.0,
+            plugin_dir: None,
+            smtp_url: None,
+            mail_from: None,
+            public_url: None,
+        }
+    }
+}
+
+/// The resolved configuration of one server process.
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    pub data_dir: PathBuf,
+    pub database_url: String,
+    pub backend: Backend,
+    /// Access-token lifetime. `JWT_EXPIRATION_HOURS` accepts decimals so tests can use seconds.
+    pub access_token_ttl: Duration,
+    pub refresh_token_ttl: Duration,
+    pub jwt_secret_from_env: Option<String>,
+    pub vault_key_from_env: Option<String>,
+    pub redis_url: Option<String>,
+    pub debug: bool,
+    pub auth_rate_limit: u32,
+    pub anon_rate_limit: u32,
+    pub failed_login_limit: u32,
+    pub failed_login_window: Duration,
+    pub scan_interval: Duration,
+    pub plugin_dir: Option<PathBuf>,
+    pub smtp_url: Option<String>,
+    pub mail_from: String,
+    /// Base URL used in links sent by mail (password reset).
+    pub public_url: String,
+    /// Listen address and port (Rocket's, after `PORT` / `TRADEHOST_ADDRESS`).
+    pub address: String,
+    pub port: u16,
+}
+
+/// Reads a variable; an empty value counts as unset.
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl AppConfig {
+    /// Builds the Rocket figment (Rocket.toml + `ROCKET_*`) with the spec's names applied on top.
+    pub fn rocket_figment(env: EnvLookup<'_>) -> Result<Figment> {
+        let mut figment = rocket::Config::figment();
+        if let Some(port) = env("PORT") {
+            let port: u16 = port
+                .trim()
+                .parse()
+                .with_context(|| format!("PORT must be a port number, got {port:?}"))?;
+            figment = figment.merge(("port", port));
+        }
+        if let Some(address) = env("TRADEHOST_ADDRESS") {
+            figment = figment.merge(("address", address));
+        }
+        Ok(figment)
+    }
+
+    pub fn load(figment: &Figment, env: EnvLookup<'_>) -> Result<Self> {
+        let file: FileSettings = match figment.find_value("tradehost") {
+            Ok(value) => value
+                .deserialize()
+                .context("invalid [tradehost] table in Rocket.toml")?,
+            Err(_) => FileSettings::default(),
+        };
+        let rocket_config: rocket::Config =
+            figment.extract().context("invalid Rocket configuration")?;
+
+        let data_dir = env("TRADEHOST_DATA_DIR")
+            .map(PathBuf::from)
+            .unwrap_or(file.data_dir);
+        let database_url = match env("DATABASE_URL").or(file.database_url) {
+            Some(url) => with_postgres_password(url, env("POSTGRES_PASSWORD")),
+            None => sqlite_url(&data_dir.join("tradehost.db")),
+        };
+        let backend = Backend::from_url(&database_url)?;
+
+        let hours = parse_env(env, "JWT_EXPIRATION_HOURS")?.unwrap_or(file.jwt_expiration_hours);
+        if !(hours.is_finite() && hours > 0.0 && hours <= 24.0 * 365.0) {
+            bail!(
+                "JWT_EXPIRATION_HOURS must be a positive number of hours up to a year, got {hours}"
+            );
+        }
+        let scan = parse_env(env, "TRADEHOST_SCAN_INTERVAL")?.unwrap_or(file.scan_interval_secs);
+        if !(scan.is_finite() && scan >= 0.01) {
+            bail!("TRADEHOST_SCAN_INTERVAL must be at least 0.01 seconds, got {scan}");
+        }
+        let debug = match env("DEBUG") {
+            Some(v) => {
+                parse_bool(&v).with_context(|| format!("DEBUG must be true or false, got {v:?}"))?
+            }
+            None => false,
+        };
+        let auth_rate_limit =
+            parse_env(env, "TRADEHOST_AUTH_RATE_LIMIT")?.unwrap_or(file.auth_rate_limit);
+        let anon_rate_limit =
+            parse_env(env, "TRADEHOST_ANON_RATE_LIMIT")?.unwrap_or(file.anon_rate_limit);
+        let failed_login_limit =
+            parse_env(env, "TRADEHOST_FAILED_LOGIN_LIMIT")?.unwrap_or(file.failed_login_limit);
+        for (name, value) in [
+            ("TRADEHOST_AUTH_RATE_LIMIT", auth_rate_limit),
+            ("TRADEHOST_ANON_RATE_LIMIT", anon_rate_limit),
+            ("TRADEHOST_FAILED_LOGIN_LIMIT", failed_login_limit),
+        ] {
+            if value == 0 {
+                bail!("{name} must be at least 1");
+            }
+        }
+        if file.refresh_token_days < 1 {
+            bail!("refresh_token_days must be at least 1");
+        }
+
+        let address = rocket_config.address.to_string();
+        let port = rocket_config.port;
+        let public_url = env("TRADEHOST_PUBLIC_URL")
+            .or(file.public_url)
+            .unwrap_or_else(|| format!("http://{address}:{port}"));
+
+        Ok(Self {
+            data_dir,
+            database_url,
+            backend,
+            access_token_ttl: Duration::from_secs_f64(hours * 3600.0),
+            refresh_token_ttl: Duration::from_secs(file.refresh_token_days as u64 * 86_400),
+            jwt_secret_from_env: env("JWT_SECRET_KEY"),
+            vault_key_from_env: env("VAULT_ENCRYPTION_KEY"),
+            redis_url: env("REDIS_URL"),
+            debug,
+            auth_rate_limit,
+            anon_rate_limit,
+            failed_login_limit,
+            failed_login_window: Duration::from_secs(file.failed_login_window_secs.max(1)),
+            scan_interval: Duration::from_secs_f64(scan),
+            plugin_dir: env("TRADEHOST_PLUGIN_DIR")
+                .map(PathBuf::from)
+                .or(file.plugin_dir),
+            smtp_url: env("TRADEHOST_SMTP_URL").or(file.smtp_url),
+            mail_from: env("TRADEHOST_MAIL_FROM")
+                .or(file.mail_from)
+                .unwrap_or_else(|| "tradehost <noreply@localhost>".to_string()),
+            public_url,
+            address,
+            port,
+        })
+    }
+}
+
+fn parse_env<T: std::str::FromStr>(env: EnvLookup<'_>, name: &str) -> Result<Option<T>> {
+    match env(name) {
+        None => Ok(None),
+        Some(raw) => raw
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| anyhow::anyhow!("{name} has an invalid value {raw:?}")),
+    }
+}
+
+fn parse_bool(raw: &str) -> Option<bool> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+pub fn sqlite_url(path: &Path) -> String {
+    format!("sqlite://{}?mode=rwc", path.display())
+}
+
+/// `POSTGRES_PASSWORD` fills in the password of a PostgreSQL URL that has none.
+fn with_postgres_password(url: String, password: Option<String>) -> String {
+    let Some(password) = password else { return url };
+    for scheme in ["postgres://", "postgresql://"] {
+        if let Some(rest) = url.strip_prefix(scheme) {
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let authority = &rest[..authority_end];
+            if let Some(at) = authority.rfind('@') {
+                let userinfo = &authority[..at];
+                if !userinfo.contains(':') {
+                    return format!("{scheme}{userinfo}:{}{}", urlencode(&password), &rest[at..]);
+                }
+            }
+        }
+    }
+    url
+}
+
+fn urlencode(raw: &str) -> String {
+    raw.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load(vars: &[(&str, &str)]) -> Result<AppConfig> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let lookup = move |name: &str| map.get(name).cloned();
+        let figment = AppConfig::rocket_figment(&lookup)?;
+        AppConfig::load(&figment, &lookup)
+    }
+
+    #[test]
+    fn defaults_to_sqlite_under_the_data_dir() {
+        let config = load(&[("TRADEHOST_DATA_DIR", "/srv/th")]).unwrap();
+        assert_eq!(config.backend, Backend::Sqlite);
+        assert_eq!(
+            config.database_url,
+            "sqlite:///srv/th/tradehost.db?mode=rwc"
+        );
+        assert_eq!(config.access_token_ttl, Duration::from_secs(24 * 3600));
+    }
+
+    #[test]
+    fn spec_environment_names_override() {
+        let config = load(&[
+            ("DATABASE_URL", "postgres://app@db:5432/th"),
+            ("POSTGRES_PASSWORD", "p@ss"),
+            ("JWT_EXPIRATION_HOURS", "0.001"),
+            ("PORT", "9123"),
+            ("DEBUG", "true"),
+        ])
+        .unwrap();
+        assert_eq!(config.backend, Backend::Postgres);
+        assert_eq!(config.database_url, "postgres://app:p%40ss@db:5432/th");
+        assert_eq!(config.access_token_ttl, Duration::from_secs_f64(3.6));
+        assert_eq!(config.port, 9123);
+        assert!(config.debug);
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_their_name() {
+        let err = load(&[("PORT", "eighty")]).unwrap_err().to_string();
+        assert!(err.contains("PORT"), "{err}");
+        let err = load(&[("JWT_EXPIRATION_HOURS", "-1")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("JWT_EXPIRATION_HOURS"), "{err}");
+        let err = load(&[("DATABASE_URL", "mysql://x")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("DATABASE_URL"), "{err}");
+        let err = load(&[("TRADEHOST_AUTH_RATE_LIMIT", "0")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("TRADEHOST_AUTH_RATE_LIMIT"), "{err}");
+    }
+}

@@ -1,0 +1,126 @@
+//! tradehost: a self-hostable trading automation platform.
+//!
+//! [`App`] is the state every request and background task shares; [`rocket`] builds the server
+//! from a resolved configuration. See docs/architecture.md for the map of the modules.
+
+pub mod api;
+pub mod auth;
+pub mod billing;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod mail;
+pub mod ratelimit;
+pub mod secrets;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use rocket::fairing::AdHoc;
+use rocket::figment::Figment;
+use rocket::{Build, Rocket};
+
+use crate::auth::jwt::Jwt;
+use crate::auth::password::Passwords;
+use crate::auth::sessions::SessionCache;
+use crate::config::AppConfig;
+use crate::mail::Mailer;
+use crate::ratelimit::{InMemoryRateLimiter, RateLimiter, UserLimits};
+use crate::store::Db;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Shared state of the server: a cheap handle (an `Arc`) managed by Rocket and cloned into
+/// background tasks.
+#[derive(Clone)]
+pub struct App(Arc<AppInner>);
+
+pub struct AppInner {
+    pub config: AppConfig,
+    pub db: Db,
+    pub jwt: Jwt,
+    pub passwords: Passwords,
+    pub sessions: SessionCache,
+    pub limiter: Arc<dyn RateLimiter>,
+    pub user_limits: UserLimits,
+    pub mailer: Mailer,
+    /// The in-process limiter, kept concrete for its sweeper; `limiter` is what the code uses.
+    memory_limiter: Option<Arc<InMemoryRateLimiter>>,
+}
+
+impl std::ops::Deref for App {
+    type Target = AppInner;
+
+    fn deref(&self) -> &AppInner {
+        &self.0
+    }
+}
+
+impl App {
+    /// Connects the database, applies migrations and resolves secrets.
+    pub async fn init(config: AppConfig) -> Result<Self> {
+        std::fs::create_dir_all(&config.data_dir)?;
+        let secrets = secrets::resolve(&config)?;
+        let db = Db::connect(&config.database_url).await?;
+        db.migrate().await?;
+        let memory_limiter = Arc::new(InMemoryRateLimiter::default());
+        Ok(Self(Arc::new(AppInner {
+            jwt: Jwt::new(&secrets.jwt_secret, config.access_token_ttl),
+            passwords: Passwords::for_this_machine(),
+            sessions: SessionCache::new(Duration::from_secs(10)),
+            limiter: memory_limiter.clone(),
+            user_limits: UserLimits::new(Duration::from_secs(30)),
+            mailer: Mailer::new(config.smtp_url.as_deref(), &config.mail_from)?,
+            memory_limiter: Some(memory_limiter),
+            db,
+            config,
+        })))
+    }
+
+    fn sweep_caches(&self) {
+        self.sessions.sweep();
+        self.user_limits.sweep();
+        if let Some(limiter) = &self.memory_limiter {
+            limiter.sweep(self.config.failed_login_window.max(ratelimit::MINUTE));
+        }
+    }
+
+    /// Background work of a running server: mail delivery and cache sweeping.
+    fn spawn_background(&self) {
+        let mail = self.clone();
+        tokio::spawn(async move { mail.mailer.run(mail.db.clone()).await });
+        let sweeper = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(60));
+            loop {
+                tick.tick().await;
+                sweeper.sweep_caches();
+            }
+        });
+    }
+}
+
+/// The server: state, fairings, routes and catchers, and the background tasks started at liftoff.
+pub fn rocket(figment: Figment, app: App) -> Rocket<Build> {
+    let rocket = rocket::custom(figment)
+        .manage(app)
+        .attach(api::request_id::RequestIdFairing)
+        .attach(ratelimit::RateLimitFairing)
+        .attach(AdHoc::on_liftoff("background tasks", |rocket| {
+            Box::pin(async move {
+                let app = rocket.state::<App>().expect("App is managed");
+                app.spawn_background();
+                let config = rocket.config();
+                // Supervisors and the black-box tests wait for this line; it carries the bound port.
+                tracing::info!(
+                    "tradehost {VERSION} listening on http://{}:{} (database: {})",
+                    config.address,
+                    config.port,
+                    app.db.backend.name()
+                );
+            })
+        }));
+    api::mount(rocket)
+}

@@ -1,0 +1,98 @@
+//! Mail delivery from the outbox: through SMTP when `TRADEHOST_SMTP_URL` is set, otherwise each
+//! mail is written to the log (and stays in the outbox table) for the operator to pass on.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use lettre::message::Mailbox;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use tokio::sync::Notify;
+
+use crate::store::{Db, outbox};
+
+const MAX_ATTEMPTS: i64 = 8;
+
+pub struct Mailer {
+    transport: Option<AsyncSmtpTransport<Tokio1Executor>>,
+    from: Mailbox,
+    wake: Notify,
+}
+
+impl Mailer {
+    pub fn new(smtp_url: Option<&str>, from: &str) -> Result<Self> {
+        let transport = match smtp_url {
+            Some(url) => Some(
+                AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
+                    .context("TRADEHOST_SMTP_URL is not a valid SMTP URL (smtp://, smtps://user:pass@host:port)")?
+                    .timeout(Some(Duration::from_secs(20)))
+                    .build(),
+            ),
+            None => None,
+        };
+        let from = from
+            .parse()
+            .with_context(|| format!("TRADEHOST_MAIL_FROM is not a mailbox: {from:?}"))?;
+        Ok(Self {
+            transport,
+            from,
+            wake: Notify::new(),
+        })
+    }
+
+    /// Tells the delivery task there is something new in the outbox.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Delivers pending mail until the process ends; wakes on new mail and every 30 s for retries.
+    pub async fn run(&self, db: Db) {
+        loop {
+            if let Err(err) = self.deliver_pending(&db).await {
+                tracing::warn!("mail delivery pass failed: {err:#}");
+            }
+            tokio::select! {
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(Duration::from_secs(30)) => {}
+            }
+        }
+    }
+
+    pub async fn deliver_pending(&self, db: &Db) -> Result<()> {
+        for mail in outbox::pending(db, 50).await? {
+            let Some(transport) = &self.transport else {
+                tracing::info!(
+                    mail_id = %mail.id,
+                    to = %mail.to_address,
+                    subject = %mail.subject,
+                    "no SMTP server configured; mail kept in the outbox:\n{}",
+                    mail.body
+                );
+                outbox::record_attempt(db, &mail.id, "logged", None).await?;
+                continue;
+            };
+            let result = async {
+                let message = Message::builder()
+                    .from(self.from.clone())
+                    .to(mail.to_address.parse()?)
+                    .subject(&mail.subject)
+                    .body(mail.body.clone())?;
+                transport.send(message).await?;
+                anyhow::Ok(())
+            }
+            .await;
+            match result {
+                Ok(()) => outbox::record_attempt(db, &mail.id, "sent", None).await?,
+                Err(err) => {
+                    let status = if mail.attempts + 1 >= MAX_ATTEMPTS {
+                        "failed"
+                    } else {
+                        "pending"
+                    };
+                    tracing::warn!(mail_id = %mail.id, attempts = mail.attempts + 1, "mail delivery failed: {err:#}");
+                    outbox::record_attempt(db, &mail.id, status, Some(&format!("{err:#}"))).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,280 @@
+//! Rate limits: per user by tier, per client IP on the auth routes and for other anonymous
+//! requests, and failed logins per e-mail. Fixed one-minute windows, so `X-RateLimit-Reset` is the
+//! window's end. The limiter is an interface: in process now, shared (Redis) for several instances.
+
+use std::time::{Duration, Instant};
+
+use dashmap::DashMap;
+use rocket::fairing::{Fairing, Info, Kind};
+use rocket::http::uri::Origin;
+use rocket::http::{Header, Method};
+use rocket::{Data, Request, Response};
+
+use crate::App;
+use crate::auth::guards::Bearer;
+use crate::billing::plans::Tier;
+use crate::store::users;
+
+pub const MINUTE: Duration = Duration::from_secs(60);
+
+/// The outcome of counting one request against a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    pub limit: u32,
+    pub remaining: u32,
+    /// Unix time (seconds) at which the window resets.
+    pub reset_at: i64,
+}
+
+impl Decision {
+    pub fn retry_after_secs(&self) -> u64 {
+        (self.reset_at - chrono::Utc::now().timestamp()).max(1) as u64
+    }
+}
+
+#[rocket::async_trait]
+pub trait RateLimiter: Send + Sync + 'static {
+    /// Counts one event under `key` and says whether it is within `limit` per `window`.
+    async fn hit(&self, key: &str, limit: u32, window: Duration) -> Decision;
+    /// Says whether one more event would be allowed, without counting it.
+    async fn peek(&self, key: &str, limit: u32, window: Duration) -> Decision;
+    async fn clear(&self, key: &str);
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    start: i64,
+    count: u32,
+}
+
+/// Counters in this process's memory, swept of finished windows periodically.
+#[derive(Default)]
+pub struct InMemoryRateLimiter {
+    windows: DashMap<String, Window>,
+}
+
+impl InMemoryRateLimiter {
+    fn decide(
+        &self,
+        key: &str,
+        limit: u32,
+        window: Duration,
+        count_it: bool,
+        now: i64,
+    ) -> Decision {
+        let length = window.as_secs().max(1) as i64;
+        let start = now - now.rem_euclid(length);
+        let decision = |count: u32| Decision {
+            allowed: count <= limit,
+            limit,
+            remaining: limit.saturating_sub(count),
+            reset_at: start + length,
+        };
+        if !count_it {
+            let count = self
+                .windows
+                .get(key)
+                .filter(|w| w.start == start)
+                .map_or(0, |w| w.count);
+            return Decision {
+                allowed: count < limit,
+                ..decision(count)
+            };
+        }
+        let mut entry = self
+            .windows
+            .entry(key.to_string())
+            .or_insert(Window { start, count: 0 });
+        if entry.start != start {
+            *entry = Window { start, count: 0 };
+        }
+        entry.count = entry.count.saturating_add(1);
+        decision(entry.count)
+    }
+
+    /// Forgets windows that have ended (those of an hour-long window live an hour).
+    pub fn sweep(&self, longest_window: Duration) {
+        let now = chrono::Utc::now().timestamp();
+        let horizon = longest_window.as_secs() as i64;
+        self.windows
+            .retain(|_, window| now - window.start < horizon);
+    }
+}
+
+#[rocket::async_trait]
+impl RateLimiter for InMemoryRateLimiter {
+    async fn hit(&self, key: &str, limit: u32, window: Duration) -> Decision {
+        self.decide(key, limit, window, true, chrono::Utc::now().timestamp())
+    }
+
+    async fn peek(&self, key: &str, limit: u32, window: Duration) -> Decision {
+        self.decide(key, limit, window, false, chrono::Utc::now().timestamp())
+    }
+
+    async fn clear(&self, key: &str) {
+        self.windows.remove(key);
+    }
+}
+
+/// Per-user request limits by effective tier, cached briefly so the check costs no query.
+pub struct UserLimits {
+    cache: DashMap<String, (u32, Instant)>,
+    ttl: Duration,
+}
+
+impl UserLimits {
+    pub fn new(ttl: Duration) -> Self {
+        Self {
+            cache: DashMap::new(),
+            ttl,
+        }
+    }
+
+    pub async fn per_minute(&self, app: &App, user_id: &str) -> u32 {
+        if let Some(entry) = self.cache.get(user_id).filter(|e| e.1.elapsed() < self.ttl) {
+            return entry.0;
+        }
+        let limit = match users::by_id(&app.db.pool, user_id).await {
+            Ok(Some(user)) => {
+                let trial = user
+                    .trial_ends_at
+                    .is_some_and(|end| end > crate::store::now_ms());
+                Tier::parse(&user.subscription_tier)
+                    .unwrap_or(Tier::Free)
+                    .effective(trial)
+            }
+            // Unknown user (deleted) or a failing database: the strictest tier, not cached.
+            Ok(None) => return Tier::Free.limits().api_calls_per_minute,
+            Err(err) => {
+                tracing::warn!("tier lookup for rate limiting failed: {err}");
+                return Tier::Free.limits().api_calls_per_minute;
+            }
+        }
+        .limits()
+        .api_calls_per_minute;
+        self.cache
+            .insert(user_id.to_string(), (limit, Instant::now()));
+        limit
+    }
+
+    /// After a tier change, so the new limit applies to the next request.
+    pub fn forget(&self, user_id: &str) {
+        self.cache.remove(user_id);
+    }
+
+    pub fn sweep(&self) {
+        self.cache.retain(|_, entry| entry.1.elapsed() < self.ttl);
+    }
+}
+
+/// The decision for this request, for the response headers and the 429 route.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestDecision(pub Option<Decision>);
+
+#[rocket::async_trait]
+impl<'r> rocket::request::FromRequest<'r> for RequestDecision {
+    type Error = std::convert::Infallible;
+
+    async fn from_request(req: &'r Request<'_>) -> rocket::request::Outcome<Self, Self::Error> {
+        rocket::request::Outcome::Success(*req.local_cache(|| RequestDecision(None)))
+    }
+}
+
+/// The path a request had before a limited request was rerouted to [`LIMITED_PATH`].
+#[derive(Debug, Clone)]
+pub struct OriginalPath(pub Option<String>);
+
+pub const LIMITED_PATH: &str = "/__tradehost/rate-limited";
+
+fn is_auth_route(path: &str) -> bool {
+    path.starts_with("/api/v1/auth/")
+}
+
+/// Counts every request before routing. A request over its limit is rerouted to a route that
+/// answers 429, so its handler never runs.
+pub struct RateLimitFairing;
+
+#[rocket::async_trait]
+impl Fairing for RateLimitFairing {
+    fn info(&self) -> Info {
+        Info {
+            name: "rate limits",
+            kind: Kind::Request | Kind::Response,
+        }
+    }
+
+    async fn on_request(&self, req: &mut Request<'_>, _: &mut Data<'_>) {
+        let Some(app) = req.rocket().state::<App>() else {
+            return;
+        };
+        let path = req.uri().path().as_str().to_string();
+        let ip = req
+            .client_ip()
+            .map(|ip| ip.to_string())
+            .unwrap_or_else(|| "unknown".into());
+        let (key, limit) = match Bearer::of(req) {
+            Bearer::Valid(claims) => (
+                format!("user:{}", claims.sub),
+                app.user_limits.per_minute(app, &claims.sub).await,
+            ),
+            _ if is_auth_route(&path) => (format!("auth-ip:{ip}"), app.config.auth_rate_limit),
+            _ => (format!("ip:{ip}"), app.config.anon_rate_limit),
+        };
+        let decision = app.limiter.hit(&key, limit, MINUTE).await;
+        req.local_cache(|| RequestDecision(Some(decision)));
+        if !decision.allowed {
+            req.local_cache(|| OriginalPath(Some(path)));
+            req.set_method(Method::Get);
+            req.set_uri(Origin::parse(LIMITED_PATH).expect("static path"));
+        }
+    }
+
+    async fn on_response<'r>(&self, req: &'r Request<'_>, res: &mut Response<'r>) {
+        if let RequestDecision(Some(decision)) = req.local_cache(|| RequestDecision(None)) {
+            res.set_header(Header::new("X-RateLimit-Limit", decision.limit.to_string()));
+            res.set_header(Header::new(
+                "X-RateLimit-Remaining",
+                decision.remaining.to_string(),
+            ));
+            res.set_header(Header::new(
+                "X-RateLimit-Reset",
+                decision.reset_at.to_string(),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_window_counts_and_resets() {
+        let limiter = InMemoryRateLimiter::default();
+        let t0 = 1_700_000_040; // 40 s into a minute
+        for n in 1..=3 {
+            let d = limiter.decide("k", 3, MINUTE, true, t0);
+            assert!(d.allowed);
+            assert_eq!(d.remaining, 3 - n);
+            assert_eq!(d.reset_at, 1_700_000_060);
+        }
+        assert!(!limiter.decide("k", 3, MINUTE, false, t0).allowed);
+        let over = limiter.decide("k", 3, MINUTE, true, t0 + 5);
+        assert!(!over.allowed);
+        assert_eq!(over.remaining, 0);
+        // The next window starts fresh; other keys are independent.
+        assert!(limiter.decide("k", 3, MINUTE, true, t0 + 20).allowed);
+        assert!(limiter.decide("other", 3, MINUTE, true, t0).allowed);
+    }
+
+    #[test]
+    fn peek_does_not_count() {
+        let limiter = InMemoryRateLimiter::default();
+        for _ in 0..10 {
+            assert!(limiter.decide("k", 1, MINUTE, false, 100).allowed);
+        }
+        assert!(limiter.decide("k", 1, MINUTE, true, 100).allowed);
+        assert!(!limiter.decide("k", 1, MINUTE, false, 100).allowed);
+    }
+}

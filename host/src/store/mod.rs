@@ -1,0 +1,158 @@
+//! Storage: one `sqlx::AnyPool` for SQLite and PostgreSQL, with queries per aggregate.
+//!
+//! The schema keeps to types both backends decode the same way through `Any`: TEXT, 64-bit
+//! integers (timestamps are epoch milliseconds) and doubles. Queries use `$n` placeholders, which
+//! both backends accept; SQL that must differ branches on [`Backend`] in the module that needs it.
+
+pub mod audit;
+pub mod outbox;
+pub mod reset_tokens;
+pub mod sessions;
+pub mod users;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::migrate::Migrator;
+use sqlx::{AnyPool, ConnectOptions, Executor};
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn from_url(url: &str) -> Result<Self> {
+        if url.starts_with("sqlite:") {
+            Ok(Self::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Self::Postgres)
+        } else {
+            bail!("DATABASE_URL must start with sqlite: or postgres://")
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Postgres => "postgres",
+        }
+    }
+}
+
+/// The database handle shared by every part of the server.
+#[derive(Clone, Debug)]
+pub struct Db {
+    pub pool: AnyPool,
+    pub backend: Backend,
+}
+
+impl Db {
+    pub async fn connect(url: &str) -> Result<Self> {
+        sqlx::any::install_default_drivers();
+        let backend = Backend::from_url(url)?;
+        if backend == Backend::Sqlite {
+            ensure_sqlite_parent_dir(url)?;
+        }
+        let options = AnyConnectOptions::from_str(url)
+            .context("DATABASE_URL is not a valid database URL")?
+            .disable_statement_logging();
+        let pool_options = match backend {
+            // WAL lets readers run beside the one writer; FULL sync so a commit survives power loss.
+            Backend::Sqlite => AnyPoolOptions::new()
+                .max_connections(8)
+                .min_connections(1)
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        conn.execute(
+                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
+                             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;",
+                        )
+                        .await?;
+                        Ok(())
+                    })
+                }),
+            Backend::Postgres => AnyPoolOptions::new().max_connections(16).min_connections(1),
+        };
+        let pool = pool_options
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .with_context(|| format!("cannot connect to the {} database", backend.name()))?;
+        Ok(Self { pool, backend })
+    }
+
+    /// Applies the backend's pending migrations (idempotent).
+    pub async fn migrate(&self) -> Result<()> {
+        let migrator = match self.backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        migrator
+            .run(&self.pool)
+            .await
+            .context("applying database migrations failed")?;
+        Ok(())
+    }
+
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+}
+
+fn ensure_sqlite_parent_dir(url: &str) -> Result<()> {
+    let path = url
+        .trim_start_matches("sqlite://")
+        .trim_start_matches("sqlite:")
+        .split('?')
+        .next()
+        .unwrap_or_default();
+    if path.is_empty() || path == ":memory:" {
+        return Ok(());
+    }
+    if let Some(parent) = std::path::Path::new(path)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create the data directory {}", parent.display()))?;
+    }
+    Ok(())
+}
+
+/// Milliseconds since the Unix epoch: the storage form of every timestamp.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// ISO 8601 UTC with milliseconds, the API's timestamp form.
+pub fn iso8601(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// A migrated SQLite database in a temporary directory (kept alive by the returned guard).
+    pub async fn sqlite() -> (Db, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = crate::config::sqlite_url(&dir.path().join("test.db"));
+        let db = Db::connect(&url).await.unwrap();
+        db.migrate().await.unwrap();
+        (db, dir)
+    }
+}

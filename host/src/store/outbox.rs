@@ -1,0 +1,73 @@
+//! The mail outbox: every mail is recorded here in the transaction that causes it, then delivered.
+
+use sqlx::{Any, Executor, FromRow};
+
+use super::{Db, new_id, now_ms};
+
+#[derive(Debug, Clone, FromRow)]
+pub struct MailRow {
+    pub id: String,
+    pub to_address: String,
+    pub subject: String,
+    pub body: String,
+    pub attempts: i64,
+}
+
+pub async fn insert<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    to_address: &str,
+    subject: &str,
+    body: &str,
+    kind: &str,
+) -> sqlx::Result<String> {
+    let id = new_id();
+    sqlx::query(
+        "INSERT INTO mail_outbox (id, to_address, subject, body, kind, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(&id)
+    .bind(to_address)
+    .bind(subject)
+    .bind(body)
+    .bind(kind)
+    .bind(now_ms())
+    .execute(exec)
+    .await?;
+    Ok(id)
+}
+
+pub async fn pending(db: &Db, limit: i64) -> sqlx::Result<Vec<MailRow>> {
+    sqlx::query_as(
+        "SELECT id, to_address, subject, body, attempts FROM mail_outbox \
+         WHERE status = 'pending' ORDER BY created_at LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(&db.pool)
+    .await
+}
+
+pub async fn by_id(db: &Db, id: &str) -> sqlx::Result<Option<MailRow>> {
+    sqlx::query_as("SELECT id, to_address, subject, body, attempts FROM mail_outbox WHERE id = $1")
+        .bind(id)
+        .fetch_optional(&db.pool)
+        .await
+}
+
+/// Final or retryable outcome of one delivery attempt.
+pub async fn record_attempt(
+    db: &Db,
+    id: &str,
+    status: &str,
+    error: Option<&str>,
+) -> sqlx::Result<()> {
+    let sent_at = (status == "sent" || status == "logged").then(now_ms);
+    sqlx::query(
+        "UPDATE mail_outbox SET status = $1, attempts = attempts + 1, last_error = $2, sent_at = $3 WHERE id = $4",
+    )
+    .bind(status)
+    .bind(error)
+    .bind(sent_at)
+    .bind(id)
+    .execute(&db.pool)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,177 @@
+//! Sessions and their rotating refresh tokens.
+
+use sqlx::{Any, Executor, FromRow};
+
+use super::{Db, now_ms};
+
+pub struct NewSession<'a> {
+    pub id: &'a str,
+    pub user_id: &'a str,
+    pub expires_at: i64,
+    pub ip_address: Option<&'a str>,
+    pub user_agent: Option<&'a str>,
+}
+
+pub async fn insert<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    session: &NewSession<'_>,
+) -> sqlx::Result<()> {
+    let now = now_ms();
+    sqlx::query(
+        "INSERT INTO sessions (id, user_id, created_at, expires_at, last_used_at, ip_address, user_agent) \
+         VALUES ($1, $2, $3, $4, $3, $5, $6)",
+    )
+    .bind(session.id)
+    .bind(session.user_id)
+    .bind(now)
+    .bind(session.expires_at)
+    .bind(session.ip_address)
+    .bind(session.user_agent)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+pub async fn insert_refresh_token<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    token_hash: &str,
+    session_id: &str,
+    expires_at: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO refresh_tokens (token_hash, session_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(token_hash)
+    .bind(session_id)
+    .bind(now_ms())
+    .bind(expires_at)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+/// What the request guard needs to know about a session: is it live, and who is behind it.
+#[derive(Debug, Clone, FromRow)]
+pub struct SessionStatus {
+    pub user_id: String,
+    pub revoked_at: Option<i64>,
+    pub expires_at: i64,
+    pub role: String,
+    pub user_status: String,
+}
+
+pub async fn status(db: &Db, session_id: &str) -> sqlx::Result<Option<SessionStatus>> {
+    sqlx::query_as(
+        "SELECT s.user_id, s.revoked_at, s.expires_at, u.role, u.status AS user_status \
+         FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = $1",
+    )
+    .bind(session_id)
+    .fetch_optional(&db.pool)
+    .await
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct RefreshTokenRow {
+    pub session_id: String,
+    pub expires_at: i64,
+    pub used_at: Option<i64>,
+    pub user_id: String,
+    pub session_revoked_at: Option<i64>,
+}
+
+pub async fn refresh_token<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    token_hash: &str,
+) -> sqlx::Result<Option<RefreshTokenRow>> {
+    sqlx::query_as(
+        "SELECT t.session_id, t.expires_at, t.used_at, s.user_id, s.revoked_at AS session_revoked_at \
+         FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id WHERE t.token_hash = $1",
+    )
+    .bind(token_hash)
+    .fetch_optional(exec)
+    .await
+}
+
+/// Marks a refresh token used; `false` when another request used it first.
+pub async fn consume_refresh_token<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    token_hash: &str,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query(
+        "UPDATE refresh_tokens SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL",
+    )
+    .bind(now)
+    .bind(token_hash)
+    .execute(exec)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// Slides a session's expiry forward on refresh.
+pub async fn extend<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    session_id: &str,
+    now: i64,
+    expires_at: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE sessions SET last_used_at = $1, expires_at = $2 WHERE id = $3")
+        .bind(now)
+        .bind(expires_at)
+        .bind(session_id)
+        .execute(exec)
+        .await?;
+    Ok(())
+}
+
+pub async fn revoke<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    session_id: &str,
+    reason: &str,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE sessions SET revoked_at = $1, revoke_reason = $2 WHERE id = $3 AND revoked_at IS NULL")
+        .bind(now_ms())
+        .bind(reason)
+        .bind(session_id)
+        .execute(exec)
+        .await?;
+    Ok(())
+}
+
+/// Revokes every live session of a user and returns their ids (for the in-memory cache).
+pub async fn revoke_all<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    reason: &str,
+) -> sqlx::Result<Vec<String>> {
+    let ids: Vec<(String,)> = sqlx::query_as(
+        "UPDATE sessions SET revoked_at = $1, revoke_reason = $2 \
+         WHERE user_id = $3 AND revoked_at IS NULL RETURNING id",
+    )
+    .bind(now_ms())
+    .bind(reason)
+    .bind(user_id)
+    .fetch_all(exec)
+    .await?;
+    Ok(ids.into_iter().map(|(id,)| id).collect())
+}
+
+/// Revokes every live session of a user but one (the caller's), returning the revoked ids.
+pub async fn revoke_all_except<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    keep_session_id: &str,
+    reason: &str,
+) -> sqlx::Result<Vec<String>> {
+    let ids: Vec<(String,)> = sqlx::query_as(
+        "UPDATE sessions SET revoked_at = $1, revoke_reason = $2 \
+         WHERE user_id = $3 AND id <> $4 AND revoked_at IS NULL RETURNING id",
+    )
+    .bind(now_ms())
+    .bind(reason)
+    .bind(user_id)
+    .bind(keep_session_id)
+    .fetch_all(exec)
+    .await?;
+    Ok(ids.into_iter().map(|(id,)| id).collect())
+}
