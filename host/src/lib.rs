@@ -3,6 +3,7 @@
 //! [`App`] is the state every request and background task shares; [`rocket`] builds the server
 //! from a resolved configuration. See docs/architecture.md for the map of the modules.
 
+pub mod admin;
 pub mod api;
 pub mod auth;
 pub mod billing;

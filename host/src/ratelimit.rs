@@ -252,12 +252,12 @@ mod tests {
     #[test]
     fn fixed_window_counts_and_resets() {
         let limiter = InMemoryRateLimiter::default();
-        let t0 = 1_700_000_040; // 40 s into a minute
+        let t0 = 1_700_000_080; // 40 s into the minute that starts at ..._040
         for n in 1..=3 {
             let d = limiter.decide("k", 3, MINUTE, true, t0);
             assert!(d.allowed);
             assert_eq!(d.remaining, 3 - n);
-            assert_eq!(d.reset_at, 1_700_000_060);
+            assert_eq!(d.reset_at, 1_700_000_100);
         }
         assert!(!limiter.decide("k", 3, MINUTE, false, t0).allowed);
         let over = limiter.decide("k", 3, MINUTE, true, t0 + 5);

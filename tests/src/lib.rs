@@ -1,1 +1,503 @@
+//! Black-box test harness: builds and starts the real `tradehost` binary on a free port with a
+//! fresh data directory, and talks HTTP to it.
+//!
+//! The backend is SQLite unless `TEST_DATABASE_URL` names a PostgreSQL server; then every server
+//! gets its own freshly created database, dropped when the test ends.
 
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use sqlx::any::AnyPoolOptions;
+use sqlx::{AnyPool, Row};
+
+pub const PASSWORD: &str = "correct horse battery staple";
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// Builds the server binary once per test process (a no-op when it is current) and returns it.
+pub fn binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        if let Ok(path) = std::env::var("TRADEHOST_BIN") {
+            return PathBuf::from(path);
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "tradehost", "--bin", "tradehost"])
+            .current_dir(repo_root())
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the tradehost binary failed");
+        // target/<profile>/deps/<this test> -> target/<profile>/tradehost
+        let exe = std::env::current_exe().expect("test executable path");
+        exe.parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>")
+            .join("tradehost")
+    })
+}
+
+fn postgres_url() -> Option<String> {
+    std::env::var("TEST_DATABASE_URL")
+        .ok()
+        .filter(|url| url.starts_with("postgres"))
+}
+
+pub fn on_postgres() -> bool {
+    postgres_url().is_some()
+}
+
+/// The database of one test server.
+struct TestDatabase {
+    url: String,
+    /// PostgreSQL: (server URL, database name) to drop at the end.
+    postgres: Option<(String, String)>,
+}
+
+impl TestDatabase {
+    async fn create(data_dir: &Path) -> Result<Self> {
+        let Some(server_url) = postgres_url() else {
+            return Ok(Self {
+                url: format!(
+                    "sqlite://{}?mode=rwc",
+                    data_dir.join("tradehost.db").display()
+                ),
+                postgres: None,
+            });
+        };
+        let name = format!("th_test_{}", uuid::Uuid::new_v4().simple());
+        let pool = admin_pool(&server_url).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&pool)
+            .await?;
+        pool.close().await;
+        let base = server_url
+            .rsplit_once('/')
+            .map(|(base, _)| base)
+            .unwrap_or(&server_url);
+        Ok(Self {
+            url: format!("{base}/{name}"),
+            postgres: Some((server_url, name)),
+        })
+    }
+}
+
+async fn admin_pool(url: &str) -> Result<AnyPool> {
+    sqlx::any::install_default_drivers();
+    AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+        .context("connect to TEST_DATABASE_URL")
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let Some((server_url, name)) = self.postgres.take() else {
+            return;
+        };
+        // Drop runs outside any async context: a small runtime on its own thread.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let pool = admin_pool(&server_url).await.ok()?;
+                let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .execute(&pool)
+                    .await
+                    .ok()
+            })
+        })
+        .join();
+    }
+}
+
+/// Settings for a test server; unset ones get test-friendly defaults.
+#[derive(Clone, Default)]
+pub struct ServerOptions {
+    pub env: Vec<(String, String)>,
+}
+
+impl ServerOptions {
+    pub fn env(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.env.push((name.to_string(), value.into()));
+        self
+    }
+
+    pub async fn start(self) -> Server {
+        Server::start_with(self).await.expect("the server starts")
+    }
+}
+
+/// A running `tradehost serve` with its own data directory and database.
+pub struct Server {
+    child: Option<Child>,
+    pub base_url: String,
+    pub http: reqwest::Client,
+    log: Arc<Mutex<String>>,
+    options: ServerOptions,
+    database: TestDatabase,
+    data_dir: tempfile::TempDir,
+    pool: tokio::sync::OnceCell<AnyPool>,
+}
+
+impl Server {
+    pub async fn start() -> Server {
+        ServerOptions::default().start().await
+    }
+
+    pub fn options() -> ServerOptions {
+        ServerOptions::default()
+    }
+
+    pub async fn start_with(options: ServerOptions) -> Result<Server> {
+        let data_dir = tempfile::tempdir()?;
+        let database = TestDatabase::create(data_dir.path()).await?;
+        let mut server = Server {
+            child: None,
+            base_url: String::new(),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()?,
+            log: Arc::new(Mutex::new(String::new())),
+            options,
+            database,
+            data_dir,
+            pool: tokio::sync::OnceCell::new(),
+        };
+        server.spawn().await?;
+        Ok(server)
+    }
+
+    /// The command line this server runs with (for other subcommands on the same data).
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(binary());
+        command
+            .current_dir(self.data_dir.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("ROCKET_CONFIG", repo_root().join("Rocket.toml"))
+            .env("TRADEHOST_DATA_DIR", self.data_dir.path())
+            .env("DATABASE_URL", &self.database.url)
+            .env("TRADEHOST_LOG", "info")
+            .env("TRADEHOST_AUTH_RATE_LIMIT", "10000")
+            .env("TRADEHOST_ANON_RATE_LIMIT", "10000")
+            .env("PORT", "0");
+        if self.database.postgres.is_some() {
+            command
+                .env("JWT_SECRET_KEY", "test-secret-test-secret-test-secret-0123")
+                .env("VAULT_ENCRYPTION_KEY", "ab".repeat(32));
+        }
+        for (name, value) in &self.options.env {
+            command.env(name, value);
+        }
+        command
+    }
+
+    async fn spawn(&mut self) -> Result<()> {
+        let mut child = self
+            .command()
+            .arg("serve")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<String>();
+        for stream in [
+            Box::new(child.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().expect("stderr")),
+        ] {
+            let log = self.log.clone();
+            let ready_tx = ready_tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    if let Some(rest) = line.split("listening on ").nth(1) {
+                        let _ = ready_tx.send(
+                            rest.split_whitespace()
+                                .next()
+                                .unwrap_or_default()
+                                .to_string(),
+                        );
+                    }
+                    let mut log = log.lock().unwrap();
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            });
+        }
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(url) = ready_rx.try_recv() {
+                self.base_url = url;
+                return Ok(());
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                bail!(
+                    "the server exited with {status} before listening:\n{}",
+                    self.log()
+                );
+            }
+            if Instant::now() > deadline {
+                bail!("the server did not start within 60 s:\n{}", self.log());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.data_dir.path()
+    }
+
+    /// Kills the process at once (SIGKILL).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the server and starts it again on the same data directory and database.
+    pub async fn restart(&mut self) {
+        self.kill();
+        self.spawn().await.expect("the server restarts");
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base_url, path)
+    }
+
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Reply {
+        let mut request = self.http.request(method, self.url(path));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        Reply::from(request.send().await.expect("the server answers")).await
+    }
+
+    pub async fn get(&self, path: &str, token: Option<&str>) -> Reply {
+        self.request(Method::GET, path, token, None).await
+    }
+
+    pub async fn post(&self, path: &str, token: Option<&str>, body: Value) -> Reply {
+        self.request(Method::POST, path, token, Some(body)).await
+    }
+
+    pub async fn put(&self, path: &str, token: Option<&str>, body: Value) -> Reply {
+        self.request(Method::PUT, path, token, Some(body)).await
+    }
+
+    /// Sends raw bytes (for malformed bodies).
+    pub async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: impl Into<reqwest::Body>,
+    ) -> Reply {
+        let mut request = self
+            .http
+            .request(method, self.url(path))
+            .header("Content-Type", "application/json")
+            .body(body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        Reply::from(request.send().await.expect("the server answers")).await
+    }
+
+    /// Registers a user with [`PASSWORD`] and returns its user id.
+    pub async fn register(&self, email: &str) -> String {
+        let reply = self
+            .post(
+                "/api/v1/auth/register",
+                None,
+                json!({"email": email, "password": PASSWORD, "full_name": "Test User", "accept_terms": true}),
+            )
+            .await;
+        reply.expect(201);
+        reply.data()["user_id"].as_str().unwrap().to_string()
+    }
+
+    /// Signs in and returns the login data (access_token, refresh_token, ...).
+    pub async fn login(&self, email: &str, password: &str) -> Value {
+        let reply = self
+            .post(
+                "/api/v1/auth/login",
+                None,
+                json!({"email": email, "password": password}),
+            )
+            .await;
+        reply.expect(200);
+        reply.data().clone()
+    }
+
+    /// Registers and signs in; returns (user_id, access_token).
+    pub async fn user(&self, email: &str) -> (String, String) {
+        let id = self.register(email).await;
+        let login = self.login(email, PASSWORD).await;
+        (id, login["access_token"].as_str().unwrap().to_string())
+    }
+
+    /// The server's database, for checks a client cannot make (outbox, audit rows, ledger).
+    pub async fn db(&self) -> &AnyPool {
+        self.pool
+            .get_or_init(|| async {
+                sqlx::any::install_default_drivers();
+                AnyPoolOptions::new()
+                    .max_connections(2)
+                    .connect(&self.database.url)
+                    .await
+                    .expect("test db")
+            })
+            .await
+    }
+
+    pub async fn exec(&self, sql: &str) {
+        sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+            .execute(self.db().await)
+            .await
+            .expect(sql);
+    }
+
+    /// The first column of the first row of `sql` as a string (NULL -> None).
+    pub async fn scalar(&self, sql: &str) -> Option<String> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+            .fetch_optional(self.db().await)
+            .await
+            .expect(sql)?;
+        row.try_get::<Option<String>, _>(0)
+            .or_else(|_| {
+                row.try_get::<Option<i64>, _>(0)
+                    .map(|v| v.map(|v| v.to_string()))
+            })
+            .expect("a text or integer column")
+    }
+
+    pub async fn count(&self, sql: &str) -> i64 {
+        self.scalar(sql)
+            .await
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() {
+            eprintln!("---- server log ----\n{}", self.log());
+        }
+    }
+}
+
+/// A response read in full.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+    pub json: Value,
+}
+
+impl Reply {
+    pub async fn from(response: reqwest::Response) -> Reply {
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap_or_default();
+        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Reply {
+            status,
+            headers,
+            text,
+            json,
+        }
+    }
+
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> &Self {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected status; body: {}",
+            self.text
+        );
+        self
+    }
+
+    /// Asserts a platform error envelope with this status and code.
+    #[track_caller]
+    pub fn expect_error(&self, status: u16, code: &str) -> &Self {
+        self.expect(status);
+        assert_eq!(self.json["success"], json!(false), "body: {}", self.text);
+        assert_eq!(
+            self.json["error"]["code"],
+            json!(code),
+            "body: {}",
+            self.text
+        );
+        assert!(
+            self.json["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "body: {}",
+            self.text
+        );
+        assert!(
+            self.json["error"]["details"].is_object(),
+            "body: {}",
+            self.text
+        );
+        assert!(self.json["timestamp"].is_string(), "body: {}", self.text);
+        self
+    }
+
+    #[track_caller]
+    pub fn data(&self) -> &Value {
+        assert_eq!(self.json["success"], json!(true), "body: {}", self.text);
+        &self.json["data"]
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// A unique e-mail address for this test.
+pub fn email(tag: &str) -> String {
+    format!(
+        "{tag}-{}@example.com",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
+}

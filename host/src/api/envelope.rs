@@ -189,6 +189,15 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         .detail("field", "body")
         .detail("reason", "empty body"));
     }
+    // Request bodies are objects; serde would also accept a struct written as an array.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            "The request body must be a JSON object",
+        )
+        .detail("field", "body")
+        .detail("reason", "expected a JSON object, found an array"));
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let result: Result<T, _> = serde_path_to_error::deserialize(&mut de);
     if result.is_ok()
@@ -275,7 +284,7 @@ mod tests {
             b"not json",
             b"",
             b"  ",
-            b"{} trailing",
+            br#"{"email": "a@b.co"} trailing"#,
         ] {
             let err = parse_json::<Login>(body).unwrap_err();
             assert_eq!(err.code, ErrorCode::InvalidRequest, "{body:?}");

@@ -1,6 +1,7 @@
 //! HTTP API. Each module exposes `routes()`; everything is mounted here and only here.
 
 pub mod envelope;
+pub mod query;
 pub mod request_id;
 pub mod v1;
 

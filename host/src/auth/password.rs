@@ -142,7 +142,7 @@ mod tests {
         );
         // Eight characters, multi-byte: counted as characters, not bytes.
         assert!(weaknesses("ééééééé", "a@b.co").len() == 1);
-        let err = check_strength("1234", "a@b.co").unwrap_err();
+        let err = check_strength("a@b.co", "a@b.co").unwrap_err();
         assert_eq!(err.code, ErrorCode::WeakPassword);
         assert_eq!(err.details["reasons"].as_array().unwrap().len(), 2);
     }

@@ -175,3 +175,95 @@ pub async fn revoke_all_except<'e>(
     .await?;
     Ok(ids.into_iter().map(|(id,)| id).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testing;
+    use crate::store::users::{self, NewUser};
+
+    async fn user(db: &Db) -> String {
+        let id = crate::store::new_id();
+        let user = NewUser {
+            id: &id,
+            email: &format!("{id}@example.com"),
+            full_name: "T",
+            password_hash: "x",
+            role: "user",
+            trial_ends_at: None,
+            created_at: now_ms(),
+        };
+        assert!(users::insert(&db.pool, &user).await.unwrap());
+        id
+    }
+
+    async fn session(db: &Db, user_id: &str) -> String {
+        let id = crate::store::new_id();
+        let new = NewSession {
+            id: &id,
+            user_id,
+            expires_at: now_ms() + 60_000,
+            ip_address: None,
+            user_agent: None,
+        };
+        insert(&db.pool, &new).await.unwrap();
+        id
+    }
+
+    #[tokio::test]
+    async fn a_refresh_token_is_consumed_once() {
+        let (db, _dir) = testing::sqlite().await;
+        let user_id = user(&db).await;
+        let sid = session(&db, &user_id).await;
+        insert_refresh_token(&db.pool, "h1", &sid, now_ms() + 60_000)
+            .await
+            .unwrap();
+        assert!(
+            consume_refresh_token(&db.pool, "h1", now_ms())
+                .await
+                .unwrap()
+        );
+        assert!(
+            !consume_refresh_token(&db.pool, "h1", now_ms())
+                .await
+                .unwrap()
+        );
+        assert!(
+            !consume_refresh_token(&db.pool, "unknown", now_ms())
+                .await
+                .unwrap()
+        );
+        let row = refresh_token(&db.pool, "h1").await.unwrap().unwrap();
+        assert!(row.used_at.is_some());
+        assert_eq!(row.user_id, user_id);
+    }
+
+    #[tokio::test]
+    async fn revoking_reports_exactly_the_sessions_it_ended() {
+        let (db, _dir) = testing::sqlite().await;
+        let user_id = user(&db).await;
+        let other_user = user(&db).await;
+        let (a, b, c) = (
+            session(&db, &user_id).await,
+            session(&db, &user_id).await,
+            session(&db, &user_id).await,
+        );
+        let foreign = session(&db, &other_user).await;
+        revoke(&db.pool, &a, "logout").await.unwrap();
+        let mut ended = revoke_all_except(&db.pool, &user_id, &b, "password_change")
+            .await
+            .unwrap();
+        assert_eq!(ended, vec![c.clone()]);
+        ended = revoke_all(&db.pool, &user_id, "logout_all").await.unwrap();
+        assert_eq!(ended, vec![b]);
+        assert!(
+            status(&db, &foreign)
+                .await
+                .unwrap()
+                .unwrap()
+                .revoked_at
+                .is_none()
+        );
+        assert!(status(&db, &a).await.unwrap().unwrap().revoked_at.is_some());
+    }
+}

@@ -1,9 +1,10 @@
 //! The platform API under `/api/v1`.
 
+pub mod admin;
 pub mod auth;
 
 use rocket::Route;
 
 pub fn routes() -> Vec<Route> {
-    auth::routes()
+    [auth::routes(), admin::routes()].concat()
 }

@@ -1,0 +1,37 @@
+//! `/api/v1/admin/*` (admin role required).
+
+use rocket::{Route, State, get, routes};
+
+use crate::App;
+use crate::admin::{self, AUDIT_DEFAULT_PER_PAGE, AUDIT_MAX_PER_PAGE, AuditPage};
+use crate::api::envelope::{Success, ok};
+use crate::api::query::{Page, parse_time};
+use crate::auth::AdminUser;
+use crate::error::ApiResult;
+use crate::store::audit::AuditFilter;
+
+pub fn routes() -> Vec<Route> {
+    routes![audit_logs]
+}
+
+#[allow(clippy::too_many_arguments)]
+#[get("/admin/audit-logs?<page>&<per_page>&<event_type>&<user_id>&<start_date>&<end_date>")]
+async fn audit_logs(
+    app: &State<App>,
+    _admin: AdminUser,
+    page: Option<&str>,
+    per_page: Option<&str>,
+    event_type: Option<&str>,
+    user_id: Option<&str>,
+    start_date: Option<&str>,
+    end_date: Option<&str>,
+) -> ApiResult<Success<AuditPage>> {
+    let page = Page::parse(page, per_page, AUDIT_DEFAULT_PER_PAGE, AUDIT_MAX_PER_PAGE)?;
+    let filter = AuditFilter {
+        event_type: event_type.map(str::to_string),
+        user_id: user_id.map(str::to_string),
+        from_ms: parse_time("start_date", start_date, false)?,
+        until_ms: parse_time("end_date", end_date, true)?,
+    };
+    admin::audit_logs(app, &filter, page).await.map(ok)
+}

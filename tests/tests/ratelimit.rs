@@ -1,0 +1,186 @@
+//! Rate limits: headers on every response, per-IP limits on the auth routes, per-user limits by
+//! tier, failed-login throttling per e-mail; 429 executes nothing.
+
+use serde_json::json;
+use tradehost_blackbox::{PASSWORD, Server, email};
+
+fn assert_headers(reply: &tradehost_blackbox::Reply, limit: u32) {
+    assert_eq!(
+        reply.header("x-ratelimit-limit"),
+        Some(limit.to_string().as_str()),
+        "{:?}",
+        reply.headers
+    );
+    let remaining: u32 = reply
+        .header("x-ratelimit-remaining")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(remaining < limit);
+    let reset: i64 = reply.header("x-ratelimit-reset").unwrap().parse().unwrap();
+    let now = chrono::Utc::now().timestamp();
+    assert!(
+        reset > now - 1 && reset <= now + 61,
+        "reset {reset} now {now}"
+    );
+}
+
+#[tokio::test]
+async fn every_response_carries_the_headers() {
+    let server = Server::options()
+        .env("TRADEHOST_AUTH_RATE_LIMIT", "50")
+        .env("TRADEHOST_ANON_RATE_LIMIT", "70")
+        .start()
+        .await;
+    let (_, token) = server.user(&email("hdr")).await;
+    assert_headers(&server.get("/api/v1/auth/me", Some(&token)).await, 30); // trial: basic's 30/min
+    assert_headers(
+        &server
+            .post(
+                "/api/v1/auth/login",
+                None,
+                json!({"email": "x@y.co", "password": "p"}),
+            )
+            .await,
+        50,
+    );
+    assert_headers(&server.get("/api/v1/nothing-here", None).await, 70);
+    assert_headers(
+        &server
+            .get("/api/v1/admin/audit-logs", Some("bad token"))
+            .await,
+        70,
+    );
+}
+
+#[tokio::test]
+async fn auth_routes_are_limited_per_ip_and_a_refused_request_does_nothing() {
+    let server = Server::options()
+        .env("TRADEHOST_AUTH_RATE_LIMIT", "3")
+        .start()
+        .await;
+    for n in 0..3 {
+        server.register(&format!("ip{n}-{}", email("lim"))).await;
+    }
+    let refused = server
+        .post("/api/v1/auth/register", None, json!({"email": email("over"), "password": PASSWORD, "full_name": "O", "accept_terms": true}))
+        .await;
+    refused.expect_error(429, "RATE_LIMIT_EXCEEDED");
+    let retry: u64 = refused
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry));
+    assert_eq!(refused.header("x-ratelimit-remaining"), Some("0"));
+    assert_eq!(
+        server.count("SELECT COUNT(*) FROM users").await,
+        3,
+        "the refused registration did not run"
+    );
+}
+
+#[tokio::test]
+async fn users_are_limited_by_their_tier() {
+    let server = Server::start().await;
+    // A trial user has basic's 30 requests per minute.
+    let (_, trial_token) = server.user(&email("trial")).await;
+    for _ in 0..30 {
+        server
+            .get("/api/v1/auth/me", Some(&trial_token))
+            .await
+            .expect(200);
+    }
+    let over = server.get("/api/v1/auth/me", Some(&trial_token)).await;
+    over.expect_error(429, "RATE_LIMIT_EXCEEDED");
+    assert!(over.header("retry-after").is_some());
+
+    // A free user whose trial has ended has free's 10; another user's budget is their own.
+    let address = email("free");
+    let id = server.register(&address).await;
+    server
+        .exec(&format!(
+            "UPDATE users SET trial_ends_at = NULL WHERE id = '{id}'"
+        ))
+        .await;
+    let token = server.login(&address, PASSWORD).await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for _ in 0..10 {
+        server
+            .get("/api/v1/auth/me", Some(&token))
+            .await
+            .expect(200);
+    }
+    server
+        .get("/api/v1/auth/me", Some(&token))
+        .await
+        .expect_error(429, "RATE_LIMIT_EXCEEDED");
+
+    let address = email("pro");
+    let id = server.register(&address).await;
+    server
+        .exec(&format!(
+            "UPDATE users SET subscription_tier = 'pro', trial_ends_at = NULL WHERE id = '{id}'"
+        ))
+        .await;
+    let token = server.login(&address, PASSWORD).await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        server
+            .get("/api/v1/auth/me", Some(&token))
+            .await
+            .header("x-ratelimit-limit"),
+        Some("100")
+    );
+}
+
+#[tokio::test]
+async fn failed_logins_are_throttled_per_email() {
+    let server = Server::options()
+        .env("TRADEHOST_FAILED_LOGIN_LIMIT", "3")
+        .start()
+        .await;
+    let victim = email("victim");
+    let bystander = email("bystander");
+    server.register(&victim).await;
+    server.register(&bystander).await;
+    for _ in 0..3 {
+        server
+            .post(
+                "/api/v1/auth/login",
+                None,
+                json!({"email": victim, "password": "guess guess guess"}),
+            )
+            .await
+            .expect_error(401, "INVALID_CREDENTIALS");
+    }
+    // Even the right password is refused while the account is throttled.
+    let refused = server
+        .post(
+            "/api/v1/auth/login",
+            None,
+            json!({"email": victim.to_uppercase(), "password": PASSWORD}),
+        )
+        .await;
+    refused.expect_error(429, "RATE_LIMIT_EXCEEDED");
+    assert!(
+        refused
+            .header("retry-after")
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(server.count("SELECT COUNT(*) FROM sessions").await, 0);
+    assert_eq!(
+        server
+            .count("SELECT COUNT(*) FROM audit_log WHERE event_type = 'auth.login_throttled'")
+            .await,
+        1
+    );
+    server.login(&bystander, PASSWORD).await;
+}
