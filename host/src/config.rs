@@ -23,6 +23,7 @@ struct FileSettings {
     refresh_token_days: i64,
     auth_rate_limit: u32,
     anon_rate_limit: u32,
+    api_rate_multiplier: u32,
     failed_login_limit: u32,
     failed_login_window_secs: u64,
     scan_interval_secs: f64,
@@ -41,6 +42,7 @@ impl Default for FileSettings {
             refresh_token_days: 30,
             auth_rate_limit: 10,
             anon_rate_limit: 120,
+            api_rate_multiplier: 1,
             failed_login_limit: 5,
             failed_login_window_secs: 900,
             scan_interval_secs: 60.0,
@@ -67,6 +69,8 @@ pub struct AppConfig {
     pub debug: bool,
     pub auth_rate_limit: u32,
     pub anon_rate_limit: u32,
+    /// Scales every tier's `api_calls_per_minute` (self-hosted installs and load tests raise it).
+    pub api_rate_multiplier: u32,
     pub failed_login_limit: u32,
     pub failed_login_window: Duration,
     pub scan_interval: Duration,
@@ -143,12 +147,15 @@ impl AppConfig {
             parse_env(env, "TRADEHOST_AUTH_RATE_LIMIT")?.unwrap_or(file.auth_rate_limit);
         let anon_rate_limit =
             parse_env(env, "TRADEHOST_ANON_RATE_LIMIT")?.unwrap_or(file.anon_rate_limit);
+        let api_rate_multiplier =
+            parse_env(env, "TRADEHOST_API_RATE_MULTIPLIER")?.unwrap_or(file.api_rate_multiplier);
         let failed_login_limit =
             parse_env(env, "TRADEHOST_FAILED_LOGIN_LIMIT")?.unwrap_or(file.failed_login_limit);
         for (name, value) in [
             ("TRADEHOST_AUTH_RATE_LIMIT", auth_rate_limit),
             ("TRADEHOST_ANON_RATE_LIMIT", anon_rate_limit),
             ("TRADEHOST_FAILED_LOGIN_LIMIT", failed_login_limit),
+            ("TRADEHOST_API_RATE_MULTIPLIER", api_rate_multiplier),
         ] {
             if value == 0 {
                 bail!("{name} must be at least 1");
@@ -176,6 +183,7 @@ impl AppConfig {
             debug,
             auth_rate_limit,
             anon_rate_limit,
+            api_rate_multiplier,
             failed_login_limit,
             failed_login_window: Duration::from_secs(file.failed_login_window_secs.max(1)),
             scan_interval: Duration::from_secs_f64(scan),

@@ -125,3 +125,25 @@ pub fn rocket(figment: Figment, app: App) -> Rocket<Build> {
         }));
     api::mount(rocket)
 }
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use rocket::local::asynchronous::Client;
+
+    use super::*;
+
+    /// An in-process server on a temporary SQLite database, for route-module tests.
+    pub async fn client() -> (Client, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_string_lossy().to_string();
+        let lookup = move |name: &str| match name {
+            "TRADEHOST_DATA_DIR" => Some(data_dir.clone()),
+            "TRADEHOST_AUTH_RATE_LIMIT" => Some("1000".to_string()),
+            _ => None,
+        };
+        let figment = AppConfig::rocket_figment(&lookup).unwrap();
+        let config = AppConfig::load(&figment, &lookup).unwrap();
+        let app = App::init(config).await.unwrap();
+        (Client::tracked(rocket(figment, app)).await.unwrap(), dir)
+    }
+}

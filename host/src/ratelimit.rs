@@ -135,7 +135,8 @@ impl UserLimits {
         if let Some(entry) = self.cache.get(user_id).filter(|e| e.1.elapsed() < self.ttl) {
             return entry.0;
         }
-        let limit = match users::by_id(&app.db.pool, user_id).await {
+        let multiplier = app.config.api_rate_multiplier;
+        let tier = match users::by_id(&app.db.pool, user_id).await {
             Ok(Some(user)) => {
                 let trial = user
                     .trial_ends_at
@@ -145,14 +146,13 @@ impl UserLimits {
                     .effective(trial)
             }
             // Unknown user (deleted) or a failing database: the strictest tier, not cached.
-            Ok(None) => return Tier::Free.limits().api_calls_per_minute,
+            Ok(None) => return tier_limit(Tier::Free, multiplier),
             Err(err) => {
                 tracing::warn!("tier lookup for rate limiting failed: {err}");
-                return Tier::Free.limits().api_calls_per_minute;
+                return tier_limit(Tier::Free, multiplier);
             }
-        }
-        .limits()
-        .api_calls_per_minute;
+        };
+        let limit = tier_limit(tier, multiplier);
         self.cache
             .insert(user_id.to_string(), (limit, Instant::now()));
         limit
@@ -166,6 +166,13 @@ impl UserLimits {
     pub fn sweep(&self) {
         self.cache.retain(|_, entry| entry.1.elapsed() < self.ttl);
     }
+}
+
+/// A tier's requests per minute, scaled by the operator's multiplier.
+pub fn tier_limit(tier: Tier, multiplier: u32) -> u32 {
+    tier.limits()
+        .api_calls_per_minute
+        .saturating_mul(multiplier)
 }
 
 /// The decision for this request, for the response headers and the 429 route.

@@ -184,3 +184,14 @@ async fn failed_logins_are_throttled_per_email() {
     );
     server.login(&bystander, PASSWORD).await;
 }
+
+#[tokio::test]
+async fn the_operator_can_scale_tier_limits() {
+    let server = Server::options()
+        .env("TRADEHOST_API_RATE_MULTIPLIER", "1000")
+        .start()
+        .await;
+    let (_, token) = server.user(&email("scaled")).await;
+    let reply = server.get("/api/v1/auth/me", Some(&token)).await;
+    assert_eq!(reply.header("x-ratelimit-limit"), Some("30000"));
+}

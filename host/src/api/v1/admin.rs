@@ -35,3 +35,42 @@ async fn audit_logs(
     };
     admin::audit_logs(app, &filter, page).await.map(ok)
 }
+
+#[cfg(test)]
+mod tests {
+    use rocket::http::{Header, Status};
+    use serde_json::{Value, json};
+
+    use crate::testing::client;
+
+    #[rocket::async_test]
+    async fn audit_logs_are_for_admins_only() {
+        let (client, _dir) = client().await;
+        let user = json!({"email": "bob@example.com", "password": "correct horse battery", "full_name": "Bob", "accept_terms": true});
+        client
+            .post("/api/v1/auth/register")
+            .body(user.to_string())
+            .dispatch()
+            .await;
+        let login = json!({"email": "bob@example.com", "password": "correct horse battery"});
+        let body: Value = client
+            .post("/api/v1/auth/login")
+            .body(login.to_string())
+            .dispatch()
+            .await
+            .into_json()
+            .await
+            .unwrap();
+        let bearer = format!("Bearer {}", body["data"]["access_token"].as_str().unwrap());
+        let reply = client
+            .get("/api/v1/admin/audit-logs")
+            .header(Header::new("Authorization", bearer))
+            .dispatch()
+            .await;
+        assert_eq!(reply.status(), Status::Forbidden);
+        assert_eq!(
+            reply.into_json::<Value>().await.unwrap()["error"]["code"],
+            "UNAUTHORIZED"
+        );
+    }
+}

@@ -149,3 +149,60 @@ async fn change_password(
 async fn me(app: &State<App>, user: AuthUser) -> ApiResult<Success<UserView>> {
     service::current_user(app, &user.0).await.map(ok)
 }
+
+#[cfg(test)]
+mod tests {
+    use rocket::http::{ContentType, Header, Status};
+    use serde_json::{Value, json};
+
+    use crate::testing::client;
+
+    #[rocket::async_test]
+    async fn register_login_me_logout() {
+        let (client, _dir) = client().await;
+        let user = json!({"email": "ada@example.com", "password": "correct horse battery", "full_name": "Ada", "accept_terms": true});
+        let reply = client
+            .post("/api/v1/auth/register")
+            .header(ContentType::JSON)
+            .body(user.to_string())
+            .dispatch()
+            .await;
+        assert_eq!(reply.status(), Status::Created);
+        let login = json!({"email": "ada@example.com", "password": "correct horse battery"});
+        let reply = client
+            .post("/api/v1/auth/login")
+            .body(login.to_string())
+            .dispatch()
+            .await;
+        assert_eq!(reply.status(), Status::Ok);
+        let body: Value = reply.into_json().await.unwrap();
+        let bearer = format!("Bearer {}", body["data"]["access_token"].as_str().unwrap());
+
+        let me = client
+            .get("/api/v1/auth/me")
+            .header(Header::new("Authorization", bearer.clone()))
+            .dispatch()
+            .await;
+        assert_eq!(me.status(), Status::Ok);
+        assert_eq!(
+            me.into_json::<Value>().await.unwrap()["data"]["email"],
+            "ada@example.com"
+        );
+        let out = client
+            .post("/api/v1/auth/logout")
+            .header(Header::new("Authorization", bearer.clone()))
+            .dispatch()
+            .await;
+        assert_eq!(out.status(), Status::Ok);
+        let me = client
+            .get("/api/v1/auth/me")
+            .header(Header::new("Authorization", bearer))
+            .dispatch()
+            .await;
+        assert_eq!(me.status(), Status::Unauthorized);
+        assert_eq!(
+            me.into_json::<Value>().await.unwrap()["error"]["code"],
+            "TOKEN_INVALID"
+        );
+    }
+}
