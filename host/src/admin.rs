@@ -50,3 +50,212 @@ pub async fn audit_logs(app: &App, filter: &AuditFilter, page: Page) -> ApiResul
         pagination: page.info(total),
     })
 }
+
+/// Plugin administration: upload, activate, roll back, configure. Every change is audited.
+pub mod plugins {
+    use std::collections::BTreeMap;
+
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as BASE64;
+    use serde::{Deserialize, Serialize};
+    use serde_json::{Value, json};
+
+    use crate::App;
+    use crate::auth::{ClientMeta, Principal};
+    use crate::error::{ApiError, ApiResult, ErrorCode};
+    use crate::plugins::registry::PluginSummary;
+    use crate::plugins::{Description, Manifest, PluginError};
+    use crate::store::audit::{self, Actor};
+
+    #[derive(Debug, Deserialize)]
+    pub struct UploadRequest {
+        pub manifest: Manifest,
+        /// The component, base64-encoded.
+        pub wasm_base64: String,
+        #[serde(default)]
+        pub activate: bool,
+    }
+
+    #[derive(Debug, Serialize)]
+    pub struct PluginDetail {
+        #[serde(flatten)]
+        pub summary: PluginSummary,
+        /// What the active version answers to `describe` right now (a real call into it).
+        pub live: Description,
+    }
+
+    async fn record(
+        app: &App,
+        admin: &Principal,
+        meta: &ClientMeta,
+        event: &str,
+        metadata: Value,
+    ) -> ApiResult<()> {
+        let actor = Actor {
+            user_id: Some(&admin.user_id),
+            ip_address: meta.ip.as_deref(),
+            user_agent: meta.user_agent.as_deref(),
+        };
+        audit::record(&app.db.pool, event, &actor, metadata).await?;
+        Ok(())
+    }
+
+    fn summary(app: &App, name: &str) -> ApiResult<PluginSummary> {
+        app.plugins
+            .list()
+            .into_iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("No plugin named {name}")))
+    }
+
+    pub fn list(app: &App) -> Vec<PluginSummary> {
+        app.plugins.list()
+    }
+
+    pub async fn detail(app: &App, name: &str) -> ApiResult<PluginDetail> {
+        let summary = summary(app, name)?;
+        let active = app.plugins.active(summary.kind, name)?;
+        let registry = app.plugins.clone();
+        let live = tokio::task::spawn_blocking(move || {
+            registry
+                .runtime()
+                .describe(&active.target, &active.plugin.prepared)
+        })
+        .await
+        .map_err(|err| ApiError::internal(format!("plugin call task: {err}")))??;
+        Ok(PluginDetail { summary, live })
+    }
+
+    pub async fn upload(
+        app: &App,
+        admin: &Principal,
+        meta: &ClientMeta,
+        request: UploadRequest,
+    ) -> ApiResult<PluginSummary> {
+        let wasm = BASE64
+            .decode(request.wasm_base64.trim())
+            .map_err(|_| ApiError::invalid_field("wasm_base64", "must be base64"))?;
+        let (name, version) = (
+            request.manifest.name.clone(),
+            request.manifest.version.clone(),
+        );
+        let registry = app.plugins.clone();
+        let uploaded_by = admin.user_id.clone();
+        let outcome = registry
+            .upload(&wasm, request.manifest, Some(&uploaded_by))
+            .await;
+        if let Err(err) = &outcome {
+            record(
+                app,
+                admin,
+                meta,
+                "plugin.upload_refused",
+                json!({"name": name, "version": version, "reason": err.to_string()}),
+            )
+            .await?;
+        }
+        let plugin = outcome?;
+        record(
+            app,
+            admin,
+            meta,
+            "plugin.uploaded",
+            json!({"name": name, "version": version, "sha256": plugin.sha256}),
+        )
+        .await?;
+        if request.activate {
+            return activate(app, admin, meta, &name, &version).await;
+        }
+        summary(app, &name)
+    }
+
+    pub async fn activate(
+        app: &App,
+        admin: &Principal,
+        meta: &ClientMeta,
+        name: &str,
+        version: &str,
+    ) -> ApiResult<PluginSummary> {
+        let before = summary(app, name)?.active_version;
+        app.plugins
+            .activate(name, version)
+            .await
+            .map_err(not_found_or_refused)?;
+        record(
+            app,
+            admin,
+            meta,
+            "plugin.activated",
+            json!({"name": name, "version": version, "replaced": before}),
+        )
+        .await?;
+        summary(app, name)
+    }
+
+    pub async fn rollback(
+        app: &App,
+        admin: &Principal,
+        meta: &ClientMeta,
+        name: &str,
+    ) -> ApiResult<PluginSummary> {
+        let before = summary(app, name)?.active_version;
+        let active = app
+            .plugins
+            .rollback(name)
+            .await
+            .map_err(not_found_or_refused)?;
+        let version = active.plugin.manifest.version.clone();
+        record(
+            app,
+            admin,
+            meta,
+            "plugin.rolled_back",
+            json!({"name": name, "from": before, "to": version}),
+        )
+        .await?;
+        summary(app, name)
+    }
+
+    pub async fn configure(
+        app: &App,
+        admin: &Principal,
+        meta: &ClientMeta,
+        name: &str,
+        values: BTreeMap<String, Value>,
+    ) -> ApiResult<PluginSummary> {
+        let mut text = BTreeMap::new();
+        for (key, value) in values {
+            let value = match value {
+                Value::String(s) => s,
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                _ => {
+                    return Err(ApiError::invalid_field(
+                        &format!("config.{key}"),
+                        "must be a string, number or boolean",
+                    ));
+                }
+            };
+            text.insert(key, value);
+        }
+        app.plugins
+            .configure(name, text.clone())
+            .await
+            .map_err(not_found_or_refused)?;
+        record(
+            app,
+            admin,
+            meta,
+            "plugin.configured",
+            json!({"name": name, "config": text}),
+        )
+        .await?;
+        summary(app, name)
+    }
+
+    /// Unknown plugins and versions are `NOT_FOUND`; refusals (bad config, nothing to roll back
+    /// to) are `INVALID_REQUEST` with the reason.
+    fn not_found_or_refused(err: PluginError) -> ApiError {
+        ApiError::from(err)
+    }
+}

@@ -26,6 +26,24 @@ pub enum Command {
         #[command(subcommand)]
         action: AdminCommand,
     },
+    /// Work with plugin components.
+    Plugin {
+        #[command(subcommand)]
+        action: PluginCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCommand {
+    /// Compile a component, type-check it against its world and ask it to describe itself:
+    /// the checks an upload must pass.
+    Check {
+        /// The component (.wasm).
+        file: std::path::PathBuf,
+        /// Its manifest (default: plugin.toml beside the file).
+        #[arg(long)]
+        manifest: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -82,6 +100,9 @@ pub async fn run(cli: Cli) -> Result<()> {
             println!("database migrated ({})", db.backend.name());
             Ok(())
         }
+        Command::Plugin {
+            action: PluginCommand::Check { file, manifest },
+        } => check_plugin(&config, &file, manifest.as_deref()),
         Command::Admin { action } => {
             let db = Db::connect(&config.database_url).await?;
             db.migrate().await?;
@@ -99,4 +120,47 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
     }
+}
+
+fn check_plugin(
+    config: &AppConfig,
+    file: &std::path::Path,
+    manifest: Option<&std::path::Path>,
+) -> Result<()> {
+    use crate::plugins::{Manifest, PluginRuntime, Registry};
+    let manifest_path = match manifest {
+        Some(path) => path.to_path_buf(),
+        None => file
+            .parent()
+            .unwrap_or(std::path::Path::new("."))
+            .join("plugin.toml"),
+    };
+    let manifest_text = std::fs::read_to_string(&manifest_path).with_context(|| {
+        format!(
+            "cannot read the manifest {} (use --manifest)",
+            manifest_path.display()
+        )
+    })?;
+    let manifest = Manifest::from_toml(&manifest_text).map_err(anyhow::Error::msg)?;
+    let wasm = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let runtime = std::sync::Arc::new(PluginRuntime::new(
+        Some(&config.plugin_cache_dir),
+        config.plugin_limits,
+    )?);
+    let registry = Registry::new(runtime, None, None);
+    let plugin = registry
+        .check(&wasm, &manifest, false)
+        .map_err(|err| anyhow::anyhow!("{err}"))?;
+    let report = serde_json::json!({
+        "ok": true,
+        "name": plugin.manifest.name,
+        "kind": plugin.manifest.kind,
+        "version": plugin.manifest.version,
+        "sha256": plugin.sha256,
+        "describe": plugin.description,
+        "config": plugin.manifest.config,
+        "allowed_hosts": plugin.manifest.allowed_hosts,
+    });
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
 }

@@ -28,6 +28,10 @@ struct FileSettings {
     failed_login_window_secs: u64,
     scan_interval_secs: f64,
     plugin_dir: Option<PathBuf>,
+    plugin_cache_dir: Option<PathBuf>,
+    plugin_memory_mb: u64,
+    plugin_fuel: u64,
+    plugin_timeout_ms: u64,
     smtp_url: Option<String>,
     mail_from: Option<String>,
     public_url: Option<String>,
@@ -47,6 +51,10 @@ impl Default for FileSettings {
             failed_login_window_secs: 900,
             scan_interval_secs: 60.0,
             plugin_dir: None,
+            plugin_cache_dir: None,
+            plugin_memory_mb: 64,
+            plugin_fuel: 2_000_000_000,
+            plugin_timeout_ms: 2000,
             smtp_url: None,
             mail_from: None,
             public_url: None,
@@ -75,6 +83,9 @@ pub struct AppConfig {
     pub failed_login_window: Duration,
     pub scan_interval: Duration,
     pub plugin_dir: Option<PathBuf>,
+    /// Compiled plugin artifacts (default: `<data_dir>/plugin-cache`).
+    pub plugin_cache_dir: PathBuf,
+    pub plugin_limits: crate::plugins::Limits,
     pub smtp_url: Option<String>,
     pub mail_from: String,
     /// Base URL used in links sent by mail (password reset).
@@ -161,6 +172,20 @@ impl AppConfig {
                 bail!("{name} must be at least 1");
             }
         }
+        let plugin_memory_mb: u64 =
+            parse_env(env, "TRADEHOST_PLUGIN_MEMORY_MB")?.unwrap_or(file.plugin_memory_mb);
+        let plugin_fuel: u64 = parse_env(env, "TRADEHOST_PLUGIN_FUEL")?.unwrap_or(file.plugin_fuel);
+        let plugin_timeout_ms: u64 =
+            parse_env(env, "TRADEHOST_PLUGIN_TIMEOUT_MS")?.unwrap_or(file.plugin_timeout_ms);
+        if !(1..=4096).contains(&plugin_memory_mb)
+            || plugin_fuel < 1_000_000
+            || !(10..=600_000).contains(&plugin_timeout_ms)
+        {
+            bail!(
+                "plugin limits out of range: TRADEHOST_PLUGIN_MEMORY_MB 1-4096, TRADEHOST_PLUGIN_FUEL at least 1000000, \
+                 TRADEHOST_PLUGIN_TIMEOUT_MS 10-600000"
+            );
+        }
         if file.refresh_token_days < 1 {
             bail!("refresh_token_days must be at least 1");
         }
@@ -171,6 +196,10 @@ impl AppConfig {
             .or(file.public_url)
             .unwrap_or_else(|| format!("http://{address}:{port}"));
 
+        let plugin_cache_dir = env("TRADEHOST_PLUGIN_CACHE_DIR")
+            .map(PathBuf::from)
+            .or(file.plugin_cache_dir)
+            .unwrap_or_else(|| data_dir.join("plugin-cache"));
         Ok(Self {
             data_dir,
             database_url,
@@ -190,6 +219,12 @@ impl AppConfig {
             plugin_dir: env("TRADEHOST_PLUGIN_DIR")
                 .map(PathBuf::from)
                 .or(file.plugin_dir),
+            plugin_cache_dir,
+            plugin_limits: crate::plugins::Limits {
+                memory_bytes: (plugin_memory_mb << 20) as usize,
+                fuel: plugin_fuel,
+                deadline: Duration::from_millis(plugin_timeout_ms),
+            },
             smtp_url: env("TRADEHOST_SMTP_URL").or(file.smtp_url),
             mail_from: env("TRADEHOST_MAIL_FROM")
                 .or(file.mail_from)

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod mail;
+pub mod plugins;
 pub mod ratelimit;
 pub mod secrets;
 pub mod store;
@@ -47,6 +48,7 @@ pub struct AppInner {
     pub limiter: Arc<dyn RateLimiter>,
     pub user_limits: UserLimits,
     pub mailer: Mailer,
+    pub plugins: Arc<plugins::Registry>,
     /// The in-process limiter, kept concrete for its sweeper; `limiter` is what the code uses.
     memory_limiter: Option<Arc<InMemoryRateLimiter>>,
 }
@@ -66,8 +68,10 @@ impl App {
         let secrets = secrets::resolve(&config)?;
         let db = Db::connect(&config.database_url).await?;
         db.migrate().await?;
+        let plugins = Arc::new(plugins::load(&config, Some(db.clone())).await?);
         let memory_limiter = Arc::new(InMemoryRateLimiter::default());
         Ok(Self(Arc::new(AppInner {
+            plugins,
             jwt: Jwt::new(&secrets.jwt_secret, config.access_token_ttl),
             passwords: Passwords::for_this_machine(),
             sessions: SessionCache::new(Duration::from_secs(10)),

@@ -196,7 +196,12 @@ impl Server {
             .env("TRADEHOST_LOG", "info")
             .env("TRADEHOST_AUTH_RATE_LIMIT", "10000")
             .env("TRADEHOST_ANON_RATE_LIMIT", "10000")
-            .env("PORT", "0");
+            .env("PORT", "0")
+            // Compiled plugins are shared by every test server (wasmtime's cache is safe to share).
+            .env(
+                "TRADEHOST_PLUGIN_CACHE_DIR",
+                binary().parent().expect("target dir").join("plugin-cache"),
+            );
         if self.database.postgres.is_some() {
             command
                 .env("JWT_SECRET_KEY", "test-secret-test-secret-test-secret-0123")

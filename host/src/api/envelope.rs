@@ -131,8 +131,20 @@ pub struct Body<T>(pub T);
 #[derive(Debug)]
 pub struct OptionalBody<T>(pub Option<T>);
 
+/// A JSON body carrying a plugin upload, under the larger `plugin` limit of Rocket.toml.
+#[derive(Debug)]
+pub struct PluginBody<T>(pub T);
+
 async fn read_body(req: &Request<'_>, data: Data<'_>) -> Result<Vec<u8>, ApiError> {
-    let limit = req.limits().get("json").unwrap_or(256.kibibytes());
+    read_body_limited(req, data, "json").await
+}
+
+async fn read_body_limited(
+    req: &Request<'_>,
+    data: Data<'_>,
+    limit_name: &str,
+) -> Result<Vec<u8>, ApiError> {
+    let limit = req.limits().get(limit_name).unwrap_or(256.kibibytes());
     match data.open(limit).into_bytes().await {
         Ok(bytes) if bytes.is_complete() => Ok(bytes.into_inner()),
         Ok(_) => {
@@ -155,6 +167,21 @@ impl<'r, T: DeserializeOwned> FromData<'r> for Body<T> {
             .and_then(|bytes| parse_json(&bytes))
         {
             Ok(value) => Outcome::Success(Body(value)),
+            Err(err) => fail_with(req, err),
+        }
+    }
+}
+
+#[rocket::async_trait]
+impl<'r, T: DeserializeOwned> FromData<'r> for PluginBody<T> {
+    type Error = ApiError;
+
+    async fn from_data(req: &'r Request<'_>, data: Data<'r>) -> data::Outcome<'r, Self> {
+        match read_body_limited(req, data, "plugin")
+            .await
+            .and_then(|bytes| parse_json(&bytes))
+        {
+            Ok(value) => Outcome::Success(PluginBody(value)),
             Err(err) => fail_with(req, err),
         }
     }

@@ -6,6 +6,7 @@
 
 pub mod audit;
 pub mod outbox;
+pub mod plugins;
 pub mod reset_tokens;
 pub mod sessions;
 pub mod users;

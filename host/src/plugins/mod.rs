@@ -1,0 +1,110 @@
+//! WebAssembly plugins: strategies, risk rules and brokers, sandboxed in wasmtime.
+//!
+//! - `bindings`: host bindings of the WIT worlds in `wit/`;
+//! - `runtime`: one Engine, a Linker per world, a fresh Store per call with limits;
+//! - `state`: what a call's Store holds, and the host capabilities (log, time, config, http);
+//! - `calls`: typed calls per world, every answer checked against the contract;
+//! - `registry`: loaded versions, activation, rollback, configuration, persistence;
+//! - `manifest`: `plugin.toml`; `builtin`: the plugins compiled into the binary.
+
+pub mod bindings;
+pub mod builtin;
+pub mod calls;
+pub mod error;
+pub mod manifest;
+pub mod registry;
+pub mod runtime;
+pub mod state;
+
+use serde::{Deserialize, Serialize};
+
+pub use calls::{Active, Description};
+pub use error::PluginError;
+pub use manifest::Manifest;
+pub use registry::Registry;
+pub use runtime::{Limits, PluginRuntime};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PluginKind {
+    Strategy,
+    RiskRule,
+    Broker,
+}
+
+impl PluginKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PluginKind::Strategy => "strategy",
+            PluginKind::RiskRule => "risk-rule",
+            PluginKind::Broker => "broker",
+        }
+    }
+}
+
+/// The registry of a server: the built-in plugins, the versions uploaded before, the settings
+/// saved for them, and the plugins of `TRADEHOST_PLUGIN_DIR`.
+pub async fn load(
+    config: &crate::config::AppConfig,
+    db: Option<crate::store::Db>,
+) -> anyhow::Result<Registry> {
+    let runtime = std::sync::Arc::new(PluginRuntime::new(
+        Some(&config.plugin_cache_dir),
+        config.plugin_limits,
+    )?);
+    let registry = Registry::new(runtime, db, Some(config.data_dir.join("plugins")));
+    for builtin in builtin::BUILTINS {
+        registry
+            .install_builtin(builtin.manifest, builtin.wasm)
+            .map_err(|err| anyhow::anyhow!("built-in plugin failed its checks: {err}"))?;
+    }
+    if let Some(dir) = &config.plugin_dir {
+        load_directory(&registry, dir)?;
+    }
+    registry.restore().await?;
+    tracing::info!(
+        strategies = ?registry.names(PluginKind::Strategy),
+        risk_rules = ?registry.names(PluginKind::RiskRule),
+        brokers = ?registry.names(PluginKind::Broker),
+        "plugins loaded"
+    );
+    Ok(registry)
+}
+
+/// Each subdirectory of `dir` holding a `plugin.toml` and one `.wasm` file is a plugin.
+fn load_directory(registry: &Registry, dir: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("TRADEHOST_PLUGIN_DIR {} cannot be read", dir.display()))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let manifest = path.join("plugin.toml");
+        if !manifest.is_file() {
+            continue;
+        }
+        let wasm: Vec<_> = std::fs::read_dir(&path)?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|ext| ext == "wasm"))
+            .collect();
+        let [wasm] = wasm.as_slice() else {
+            tracing::error!(dir = %path.display(), "a plugin directory needs exactly one .wasm file");
+            continue;
+        };
+        let loaded = std::fs::read_to_string(&manifest)
+            .map_err(|err| PluginError::Load(err.to_string()))
+            .and_then(|manifest| Manifest::from_toml(&manifest).map_err(PluginError::Load))
+            .and_then(|manifest| {
+                let bytes =
+                    std::fs::read(wasm).map_err(|err| PluginError::Load(err.to_string()))?;
+                registry.install_local(&bytes, &manifest)
+            });
+        match loaded {
+            Ok(plugin) => {
+                tracing::info!(plugin = %plugin.manifest.name, version = %plugin.manifest.version, "plugin loaded from the plugin directory")
+            }
+            Err(err) => tracing::error!(dir = %path.display(), "plugin not loaded: {err}"),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,532 @@
+//! The registry: every loaded plugin version, which one is active, and hot swap.
+//!
+//! A new version is compiled, type-checked against its world and asked to describe itself before
+//! it can become active. Activation swaps one pointer (`ArcSwap`): calls that already resolved
+//! the active version finish on it, the next call sees the new one, and nothing waits. The
+//! version that was active stays loaded for rollback.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use arc_swap::ArcSwap;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::PluginKind;
+use super::calls::{Active, Description};
+use super::error::PluginError;
+use super::manifest::{ConfigField, Manifest};
+use super::runtime::{CallTarget, PluginRuntime, Prepared};
+use crate::store::{self, Db};
+
+/// One compiled, checked version of a plugin.
+pub struct LoadedPlugin {
+    pub manifest: Manifest,
+    pub sha256: String,
+    pub description: Description,
+    pub prepared: Prepared,
+    pub builtin: bool,
+}
+
+impl std::fmt::Debug for LoadedPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPlugin")
+            .field("name", &self.manifest.name)
+            .field("kind", &self.manifest.kind)
+            .field("version", &self.manifest.version)
+            .field("sha256", &self.sha256)
+            .finish()
+    }
+}
+
+struct Slot {
+    kind: PluginKind,
+    versions: Mutex<BTreeMap<String, Arc<LoadedPlugin>>>,
+    active: ArcSwap<Active>,
+    previous: Mutex<Option<String>>,
+    /// The operator's configuration values (before defaults).
+    config_values: Mutex<BTreeMap<String, String>>,
+    /// Serialises changes (activate, rollback, configure) of this plugin.
+    changes: tokio::sync::Mutex<()>,
+}
+
+/// A plugin as the admin API lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PluginSummary {
+    pub name: String,
+    pub kind: PluginKind,
+    pub active_version: String,
+    pub previous_version: Option<String>,
+    pub display_name: String,
+    pub description: String,
+    pub sha256: String,
+    pub builtin: bool,
+    pub versions: Vec<VersionSummary>,
+    pub config: BTreeMap<String, String>,
+    pub config_schema: BTreeMap<String, ConfigField>,
+    pub allowed_hosts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VersionSummary {
+    pub version: String,
+    pub sha256: String,
+    pub builtin: bool,
+}
+
+pub struct Registry {
+    runtime: Arc<PluginRuntime>,
+    slots: RwLock<BTreeMap<String, Arc<Slot>>>,
+    db: Option<Db>,
+    /// Where uploaded versions are kept (`<dir>/<name>/<version>.wasm`).
+    upload_dir: Option<PathBuf>,
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn make_active(plugin: Arc<LoadedPlugin>, config: BTreeMap<String, String>) -> Active {
+    let target = CallTarget {
+        name: Arc::from(plugin.manifest.name.as_str()),
+        config: Arc::new(config),
+        allowed_hosts: plugin.manifest.allowed_hosts.clone().into(),
+    };
+    Active { plugin, target }
+}
+
+impl Registry {
+    pub fn new(runtime: Arc<PluginRuntime>, db: Option<Db>, upload_dir: Option<PathBuf>) -> Self {
+        Self {
+            runtime,
+            slots: RwLock::new(BTreeMap::new()),
+            db,
+            upload_dir,
+        }
+    }
+
+    pub fn runtime(&self) -> &Arc<PluginRuntime> {
+        &self.runtime
+    }
+
+    fn slot(&self, name: &str) -> Option<Arc<Slot>> {
+        self.slots.read().ok()?.get(name).cloned()
+    }
+
+    /// The active version of `name`, which must be of `kind`.
+    pub fn active(&self, kind: PluginKind, name: &str) -> Result<Arc<Active>, PluginError> {
+        match self.slot(name) {
+            Some(slot) if slot.kind == kind => Ok(slot.active.load_full()),
+            _ => Err(PluginError::NotFound {
+                kind: kind.as_str(),
+                name: name.to_string(),
+            }),
+        }
+    }
+
+    /// Names of the plugins of a kind, sorted.
+    pub fn names(&self, kind: PluginKind) -> Vec<String> {
+        self.slots
+            .read()
+            .map(|slots| {
+                slots
+                    .iter()
+                    .filter(|(_, slot)| slot.kind == kind)
+                    .map(|(name, _)| name.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Compiles, type-checks and describes a component: the checks every version passes before
+    /// it is loaded. `describe` runs with the manifest's default configuration.
+    pub fn check(
+        &self,
+        wasm: &[u8],
+        manifest: &Manifest,
+        builtin: bool,
+    ) -> Result<LoadedPlugin, PluginError> {
+        manifest.validate().map_err(PluginError::Load)?;
+        let component = self.runtime.compile(wasm)?;
+        let prepared = self.runtime.prepare(manifest.kind, &component)?;
+        let defaults = manifest
+            .resolve_config(&BTreeMap::new())
+            .map_err(PluginError::Load)?;
+        let target = CallTarget {
+            name: Arc::from(manifest.name.as_str()),
+            config: Arc::new(defaults),
+            allowed_hosts: manifest.allowed_hosts.clone().into(),
+        };
+        let description = self.runtime.describe(&target, &prepared)?;
+        if description.name != manifest.name || description.version != manifest.version {
+            return Err(PluginError::Load(format!(
+                "the component describes itself as {} {}, the manifest says {} {}",
+                description.name, description.version, manifest.name, manifest.version
+            )));
+        }
+        Ok(LoadedPlugin {
+            manifest: manifest.clone(),
+            sha256: sha256_hex(wasm),
+            description,
+            prepared,
+            builtin,
+        })
+    }
+
+    /// Adds a checked version. The first version of a plugin becomes active at once; later ones
+    /// wait for [`Registry::activate`].
+    fn add(&self, plugin: LoadedPlugin) -> Result<Arc<LoadedPlugin>, PluginError> {
+        let plugin = Arc::new(plugin);
+        let name = plugin.manifest.name.clone();
+        let mut slots = self
+            .slots
+            .write()
+            .map_err(|_| PluginError::Load("registry lock poisoned".into()))?;
+        match slots.get(&name) {
+            Some(slot) => {
+                if slot.kind != plugin.manifest.kind {
+                    return Err(PluginError::Load(format!(
+                        "{name} is a {} plugin; this version is a {}",
+                        slot.kind.as_str(),
+                        plugin.manifest.kind.as_str()
+                    )));
+                }
+                let mut versions = slot
+                    .versions
+                    .lock()
+                    .map_err(|_| PluginError::Load("lock poisoned".into()))?;
+                if let Some(existing) = versions.get(&plugin.manifest.version) {
+                    if existing.sha256 == plugin.sha256 {
+                        return Ok(existing.clone());
+                    }
+                    return Err(PluginError::Load(format!(
+                        "{name} {} already exists with different content; give the new build a new version",
+                        plugin.manifest.version
+                    )));
+                }
+                versions.insert(plugin.manifest.version.clone(), plugin.clone());
+            }
+            None => {
+                let config = plugin
+                    .manifest
+                    .resolve_config(&BTreeMap::new())
+                    .map_err(PluginError::Load)?;
+                let slot = Slot {
+                    kind: plugin.manifest.kind,
+                    versions: Mutex::new(BTreeMap::from([(
+                        plugin.manifest.version.clone(),
+                        plugin.clone(),
+                    )])),
+                    active: ArcSwap::from_pointee(make_active(plugin.clone(), config)),
+                    previous: Mutex::new(None),
+                    config_values: Mutex::new(BTreeMap::new()),
+                    changes: tokio::sync::Mutex::new(()),
+                };
+                slots.insert(name, Arc::new(slot));
+            }
+        }
+        Ok(plugin)
+    }
+
+    /// Loads a built-in plugin (shipped inside the binary).
+    pub fn install_builtin(
+        &self,
+        manifest_toml: &str,
+        wasm: &[u8],
+    ) -> Result<Arc<LoadedPlugin>, PluginError> {
+        let manifest = Manifest::from_toml(manifest_toml).map_err(PluginError::Load)?;
+        self.add(self.check(wasm, &manifest, true)?)
+    }
+
+    /// Loads a plugin from the operator's plugin directory (read at every start, not stored).
+    pub fn install_local(
+        &self,
+        wasm: &[u8],
+        manifest: &Manifest,
+    ) -> Result<Arc<LoadedPlugin>, PluginError> {
+        self.add(self.check(wasm, manifest, false)?)
+    }
+
+    /// Checks and stores an uploaded version; it becomes active only when activated (or when it
+    /// is the plugin's first version).
+    pub async fn upload(
+        &self,
+        wasm: &[u8],
+        manifest: Manifest,
+        uploaded_by: Option<&str>,
+    ) -> Result<Arc<LoadedPlugin>, PluginError> {
+        let checked = self.check(wasm, &manifest, false)?;
+        let existing = self
+            .slot(&manifest.name)
+            .and_then(|slot| slot.versions.lock().ok()?.get(&manifest.version).cloned());
+        if let Some(existing) = existing {
+            if existing.sha256 == checked.sha256 {
+                return Ok(existing);
+            }
+            return Err(PluginError::Load(format!(
+                "{} {} already exists with different content; give the new build a new version",
+                manifest.name, manifest.version
+            )));
+        }
+        if let (Some(db), Some(dir)) = (&self.db, &self.upload_dir) {
+            let file_name = format!("{}/{}.wasm", manifest.name, manifest.version);
+            let path = dir.join(&file_name);
+            write_durably(&path, wasm)
+                .map_err(|err| PluginError::Load(format!("cannot store the upload: {err}")))?;
+            let manifest_json = serde_json::to_string(&manifest)
+                .map_err(|err| PluginError::Load(err.to_string()))?;
+            store::plugins::insert_version(
+                db,
+                &store::plugins::NewVersion {
+                    name: &manifest.name,
+                    version: &manifest.version,
+                    kind: manifest.kind.as_str(),
+                    sha256: &checked.sha256,
+                    manifest: &manifest_json,
+                    file_name: &file_name,
+                    uploaded_by,
+                },
+            )
+            .await
+            .map_err(|err| PluginError::Load(format!("cannot record the upload: {err}")))?;
+        }
+        let first = self.slot(&manifest.name).is_none();
+        let plugin = self.add(checked)?;
+        if first {
+            self.persist(&manifest.name).await?;
+        }
+        Ok(plugin)
+    }
+
+    /// Makes `version` the active version of `name`; the version it replaces is kept for rollback.
+    pub async fn activate(&self, name: &str, version: &str) -> Result<Arc<Active>, PluginError> {
+        let slot = self.slot(name).ok_or_else(|| PluginError::NotFound {
+            kind: "plugin",
+            name: name.to_string(),
+        })?;
+        let _change = slot.changes.lock().await;
+        let plugin = slot
+            .versions
+            .lock()
+            .ok()
+            .and_then(|versions| versions.get(version).cloned())
+            .ok_or_else(|| PluginError::NotFound {
+                kind: "version of",
+                name: format!("{name} {version}"),
+            })?;
+        let current = slot.active.load_full();
+        if current.plugin.manifest.version == version {
+            return Ok(current);
+        }
+        let values = slot
+            .config_values
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_default();
+        let config = plugin.manifest.resolve_config(&values).map_err(|err| {
+            PluginError::Load(format!(
+                "the current configuration does not fit {name} {version}: {err}"
+            ))
+        })?;
+        let previous = current.plugin.manifest.version.clone();
+        self.save(name, version, Some(&previous), &values).await?;
+        slot.active.store(Arc::new(make_active(plugin, config)));
+        if let Ok(mut slot_previous) = slot.previous.lock() {
+            *slot_previous = Some(previous);
+        }
+        Ok(slot.active.load_full())
+    }
+
+    /// Swaps back to the version active before the last activation.
+    pub async fn rollback(&self, name: &str) -> Result<Arc<Active>, PluginError> {
+        let slot = self.slot(name).ok_or_else(|| PluginError::NotFound {
+            kind: "plugin",
+            name: name.to_string(),
+        })?;
+        let previous = slot.previous.lock().ok().and_then(|p| p.clone());
+        let Some(previous) = previous else {
+            return Err(PluginError::Load(format!(
+                "{name} has no previous version to roll back to"
+            )));
+        };
+        self.activate(name, &previous).await
+    }
+
+    /// Sets the operator's configuration of a plugin (checked against the active version's schema).
+    pub async fn configure(
+        &self,
+        name: &str,
+        values: BTreeMap<String, String>,
+    ) -> Result<Arc<Active>, PluginError> {
+        let slot = self.slot(name).ok_or_else(|| PluginError::NotFound {
+            kind: "plugin",
+            name: name.to_string(),
+        })?;
+        let _change = slot.changes.lock().await;
+        let current = slot.active.load_full();
+        let config = current
+            .plugin
+            .manifest
+            .resolve_config(&values)
+            .map_err(PluginError::Load)?;
+        let previous = slot.previous.lock().ok().and_then(|p| p.clone());
+        self.save(
+            name,
+            &current.plugin.manifest.version,
+            previous.as_deref(),
+            &values,
+        )
+        .await?;
+        slot.active
+            .store(Arc::new(make_active(current.plugin.clone(), config)));
+        if let Ok(mut stored) = slot.config_values.lock() {
+            *stored = values;
+        }
+        Ok(slot.active.load_full())
+    }
+
+    async fn persist(&self, name: &str) -> Result<(), PluginError> {
+        let Some(slot) = self.slot(name) else {
+            return Ok(());
+        };
+        let version = slot.active.load().plugin.manifest.version.clone();
+        let previous = slot.previous.lock().ok().and_then(|p| p.clone());
+        let values = slot
+            .config_values
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_default();
+        self.save(name, &version, previous.as_deref(), &values)
+            .await
+    }
+
+    async fn save(
+        &self,
+        name: &str,
+        version: &str,
+        previous: Option<&str>,
+        values: &BTreeMap<String, String>,
+    ) -> Result<(), PluginError> {
+        let Some(db) = &self.db else { return Ok(()) };
+        let config = serde_json::to_string(values).unwrap_or_else(|_| "{}".into());
+        store::plugins::save_settings(db, name, version, previous, &config)
+            .await
+            .map_err(|err| PluginError::Load(format!("cannot save plugin settings: {err}")))
+    }
+
+    /// Loads uploaded versions and applies the saved settings (at start, after the built-ins).
+    pub async fn restore(&self) -> anyhow::Result<()> {
+        let (Some(db), Some(dir)) = (&self.db, &self.upload_dir) else {
+            return Ok(());
+        };
+        for row in store::plugins::versions(db).await? {
+            let loaded = std::fs::read(dir.join(&row.file_name))
+                .map_err(|err| format!("cannot read {}: {err}", row.file_name))
+                .and_then(|wasm| {
+                    if sha256_hex(&wasm) != row.sha256 {
+                        return Err(format!(
+                            "{} does not match its recorded sha256",
+                            row.file_name
+                        ));
+                    }
+                    let manifest: Manifest =
+                        serde_json::from_str(&row.manifest).map_err(|err| err.to_string())?;
+                    let checked = self
+                        .check(&wasm, &manifest, false)
+                        .map_err(|err| err.to_string())?;
+                    self.add(checked).map_err(|err| err.to_string())
+                });
+            if let Err(err) = loaded {
+                tracing::error!(plugin = %row.name, version = %row.version, "stored plugin version not loaded: {err}");
+            }
+        }
+        for settings in store::plugins::settings(db).await? {
+            let Some(slot) = self.slot(&settings.name) else {
+                tracing::warn!(plugin = %settings.name, "settings for a plugin that is not loaded");
+                continue;
+            };
+            let values: BTreeMap<String, String> =
+                serde_json::from_str(&settings.config).unwrap_or_default();
+            let plugin = slot
+                .versions
+                .lock()
+                .ok()
+                .and_then(|v| v.get(&settings.active_version).cloned());
+            let Some(plugin) = plugin else {
+                tracing::error!(plugin = %settings.name, version = %settings.active_version, "the active version is not loaded; keeping the default");
+                continue;
+            };
+            match plugin.manifest.resolve_config(&values) {
+                Ok(config) => {
+                    slot.active.store(Arc::new(make_active(plugin, config)));
+                    if let Ok(mut stored) = slot.config_values.lock() {
+                        *stored = values;
+                    }
+                    if let Ok(mut previous) = slot.previous.lock() {
+                        *previous = settings.previous_version.clone();
+                    }
+                }
+                Err(err) => {
+                    tracing::error!(plugin = %settings.name, "saved configuration refused: {err}")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn list(&self) -> Vec<PluginSummary> {
+        let Ok(slots) = self.slots.read() else {
+            return Vec::new();
+        };
+        slots
+            .iter()
+            .map(|(name, slot)| {
+                let active = slot.active.load();
+                let manifest = &active.plugin.manifest;
+                let versions = slot
+                    .versions
+                    .lock()
+                    .map(|versions| {
+                        versions
+                            .values()
+                            .map(|v| VersionSummary {
+                                version: v.manifest.version.clone(),
+                                sha256: v.sha256.clone(),
+                                builtin: v.builtin,
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                PluginSummary {
+                    name: name.clone(),
+                    kind: slot.kind,
+                    active_version: manifest.version.clone(),
+                    previous_version: slot.previous.lock().ok().and_then(|p| p.clone()),
+                    display_name: active.plugin.description.display_name.clone(),
+                    description: active.plugin.description.description.clone(),
+                    sha256: active.plugin.sha256.clone(),
+                    builtin: active.plugin.builtin,
+                    versions,
+                    config: (*active.target.config).clone(),
+                    config_schema: manifest.config.clone(),
+                    allowed_hosts: manifest.allowed_hosts.clone(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Writes a file so that it is complete on disk before anything refers to it.
+fn write_durably(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let temporary = path.with_extension("wasm.partial");
+    let mut file = std::fs::File::create(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, path)?;
+    Ok(())
+}

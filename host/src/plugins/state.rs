@@ -1,0 +1,292 @@
+//! What one plugin call's `Store` holds, and the host capabilities plugins import.
+//!
+//! WASI is present (guests built for wasm32-wasip2 import it) but grants nothing: no preopened
+//! directories, no environment, no arguments, no network; stdout and stderr go to the log.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::LogLevel;
+use super::bindings::broker::tradehost::plugin::http;
+use super::bindings::strategy::tradehost::plugin::host;
+
+/// Log lines a plugin may write per call; more are dropped (a plugin cannot flood the log).
+const LOG_LINES_PER_CALL: u32 = 32;
+const LOG_LINE_MAX_CHARS: usize = 1024;
+/// Outgoing HTTP response bodies are capped so a hostile endpoint cannot fill the guest.
+const HTTP_BODY_MAX_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Per-call state of a plugin's store.
+pub struct PluginState {
+    pub plugin: Arc<str>,
+    pub config: Arc<BTreeMap<String, String>>,
+    pub allowed_hosts: Arc<[String]>,
+    wasi: WasiCtx,
+    table: ResourceTable,
+    memory_limit: usize,
+    /// Set when the guest asked for more memory than its limit (tells an OOM trap apart).
+    pub memory_exceeded: bool,
+    log_budget: u32,
+}
+
+impl PluginState {
+    pub fn new(
+        plugin: Arc<str>,
+        config: Arc<BTreeMap<String, String>>,
+        allowed_hosts: Arc<[String]>,
+        memory_limit: usize,
+    ) -> Self {
+        let stdio = LogPipe {
+            plugin: plugin.clone(),
+        };
+        let wasi = WasiCtx::builder()
+            .stdout(stdio.clone())
+            .stderr(stdio)
+            .allow_blocking_current_thread(true)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        Self {
+            plugin,
+            config,
+            allowed_hosts,
+            wasi,
+            table: ResourceTable::new(),
+            memory_limit,
+            memory_exceeded: false,
+            log_budget: LOG_LINES_PER_CALL,
+        }
+    }
+
+    fn log_line(&mut self, level: LogLevel, message: &str) {
+        if self.log_budget == 0 {
+            return;
+        }
+        self.log_budget -= 1;
+        let message: String = message.chars().take(LOG_LINE_MAX_CHARS).collect();
+        let plugin = &*self.plugin;
+        match level {
+            LogLevel::Trace => tracing::trace!(plugin, "{message}"),
+            LogLevel::Debug => tracing::debug!(plugin, "{message}"),
+            LogLevel::Info => tracing::info!(plugin, "{message}"),
+            LogLevel::Warn => tracing::warn!(plugin, "{message}"),
+            LogLevel::Error => tracing::error!(plugin, "{message}"),
+        }
+    }
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl ResourceLimiter for PluginState {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_limit {
+            self.memory_exceeded = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+impl host::Host for PluginState {
+    fn log(&mut self, level: LogLevel, message: String) {
+        self.log_line(level, &message);
+    }
+
+    fn now_ms(&mut self) -> i64 {
+        chrono::Utc::now().timestamp_millis()
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        self.config.get(&key).cloned()
+    }
+}
+
+impl super::bindings::types::Host for PluginState {}
+
+impl http::Host for PluginState {
+    fn send(&mut self, req: http::Request) -> Result<http::Response, http::HttpError> {
+        let host = host_of(&req.url)
+            .ok_or_else(|| http::HttpError::Failed(format!("not an http(s) URL: {}", req.url)))?;
+        if !self
+            .allowed_hosts
+            .iter()
+            .any(|allowed| allowed.eq_ignore_ascii_case(&host))
+        {
+            tracing::warn!(
+                plugin = &*self.plugin,
+                host,
+                "plugin tried to reach a host its manifest does not declare"
+            );
+            return Err(http::HttpError::Forbidden(format!(
+                "{host} is not in this plugin's allowed hosts"
+            )));
+        }
+        send_http(req)
+    }
+}
+
+/// The host name of an absolute http(s) URL, without port or credentials.
+pub fn host_of(url: &str) -> Option<String> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit('@').next()?;
+    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
+        bracketed.split(']').next()?
+    } else {
+        host_port.split(':').next()?
+    };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
+fn send_http(req: http::Request) -> Result<http::Response, http::HttpError> {
+    let timeout = Duration::from_millis(u64::from(req.timeout_ms.clamp(100, 30_000)));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into();
+    let method = ureq::http::Method::from_bytes(req.method.to_ascii_uppercase().as_bytes())
+        .map_err(|_| http::HttpError::Failed(format!("invalid method {}", req.method)))?;
+    let mut builder = ureq::http::Request::builder().method(method).uri(&req.url);
+    for header in &req.headers {
+        builder = builder.header(&header.name, &header.value);
+    }
+    let request = builder
+        .body(req.body)
+        .map_err(|err| http::HttpError::Failed(err.to_string()))?;
+    let mut response = agent.run(request).map_err(|err| match err {
+        ureq::Error::Timeout(_) => http::HttpError::Timeout,
+        other => http::HttpError::Failed(other.to_string()),
+    })?;
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(name, value)| http::Header {
+            name: name.to_string(),
+            value: value.to_str().unwrap_or_default().to_string(),
+        })
+        .collect();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(HTTP_BODY_MAX_BYTES)
+        .read_to_vec()
+        .map_err(|err| http::HttpError::Failed(err.to_string()))?;
+    Ok(http::Response {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// stdout/stderr of a guest: each write is one log line at info, attributed to the plugin.
+#[derive(Clone)]
+struct LogPipe {
+    plugin: Arc<str>,
+}
+
+impl wasmtime_wasi::cli::IsTerminal for LogPipe {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl wasmtime_wasi::cli::StdoutStream for LogPipe {
+    fn p2_stream(&self) -> Box<dyn wasmtime_wasi::p2::OutputStream> {
+        Box::new(LogStream {
+            plugin: self.plugin.clone(),
+            lines: 0,
+        })
+    }
+
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(tokio::io::sink())
+    }
+}
+
+struct LogStream {
+    plugin: Arc<str>,
+    lines: u32,
+}
+
+#[async_trait::async_trait]
+impl wasmtime_wasi::p2::Pollable for LogStream {
+    async fn ready(&mut self) {}
+}
+
+impl wasmtime_wasi::p2::OutputStream for LogStream {
+    fn write(&mut self, bytes: bytes::Bytes) -> wasmtime_wasi::p2::StreamResult<()> {
+        if self.lines < LOG_LINES_PER_CALL {
+            self.lines += 1;
+            let text = String::from_utf8_lossy(&bytes);
+            let text: String = text.trim_end().chars().take(LOG_LINE_MAX_CHARS).collect();
+            if !text.is_empty() {
+                tracing::info!(plugin = &*self.plugin, "{text}");
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> wasmtime_wasi::p2::StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> wasmtime_wasi::p2::StreamResult<usize> {
+        Ok(64 * 1024)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_of;
+
+    #[test]
+    fn host_names_of_urls() {
+        assert_eq!(
+            host_of("https://api.exchange.com/v1/x?y=1").as_deref(),
+            Some("api.exchange.com")
+        );
+        assert_eq!(
+            host_of("http://user:pw@Api.Exchange.com:8443/").as_deref(),
+            Some("api.exchange.com")
+        );
+        assert_eq!(
+            host_of("https://evil.com@api.exchange.com/").as_deref(),
+            Some("api.exchange.com")
+        );
+        assert_eq!(host_of("https://[::1]:80/").as_deref(), Some("::1"));
+        assert_eq!(host_of("ftp://x.com/"), None);
+        assert_eq!(host_of("https:///path"), None);
+    }
+}

@@ -1,0 +1,743 @@
+//! The plugin runtime with real components: each world through the built-in plugins, fault
+//! containment with purpose-built bad guests, and hot swap while calls run.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tradehost::plugins::bindings::broker::Credentials;
+use tradehost::plugins::bindings::risk_rule::{ProposedOrder, RiskContext};
+use tradehost::plugins::bindings::strategy::{Evaluation, ScanContext};
+use tradehost::plugins::bindings::types::{
+    Account, AlarmLevel, BrokerError, KpiSnapshot, OrderKind, OrderRequest, OrderSide, Series,
+    Side, SignalAction, Threshold, Verdict,
+};
+use tradehost::plugins::builtin::BUILTINS;
+use tradehost::plugins::{Limits, Manifest, PluginError, PluginKind, PluginRuntime, Registry};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn artifact(crate_name: &str) -> Vec<u8> {
+    let path = repo()
+        .join("plugins/target/wasm32-wasip2/release")
+        .join(format!("{}.wasm", crate_name.replace('-', "_")));
+    std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+fn manifest(dir: &str) -> Manifest {
+    Manifest::from_toml(
+        &std::fs::read_to_string(repo().join("plugins").join(dir).join("plugin.toml")).unwrap(),
+    )
+    .unwrap()
+}
+
+fn registry_with(limits: Limits) -> Registry {
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("plugin-cache");
+    let registry = Registry::new(
+        Arc::new(PluginRuntime::new(Some(&cache), limits).unwrap()),
+        None,
+        None,
+    );
+    for builtin in BUILTINS {
+        registry
+            .install_builtin(builtin.manifest, builtin.wasm)
+            .unwrap();
+    }
+    registry
+}
+
+fn registry() -> Registry {
+    registry_with(Limits {
+        deadline: Duration::from_millis(500),
+        ..Limits::default()
+    })
+}
+
+/// Loads a test guest from plugins/testing.
+fn load_guest(registry: &Registry, dir: &str) -> Result<(), PluginError> {
+    let manifest = manifest(&format!("testing/{dir}"));
+    registry
+        .install_local(&artifact(dir), &manifest)
+        .map(|_| ())
+}
+
+fn creds() -> Credentials {
+    Credentials {
+        api_key: "key".into(),
+        api_secret: "secret".into(),
+        params: vec![],
+    }
+}
+
+const NOW: i64 = 1_795_300_000_000;
+
+fn market(registry: &Registry, symbols: &[&str], interval: &str, count: u32) -> Vec<Series> {
+    let paper = registry.active(PluginKind::Broker, "paper").unwrap();
+    symbols
+        .iter()
+        .map(|symbol| Series {
+            symbol: symbol.to_string(),
+            interval: interval.into(),
+            candles: registry
+                .runtime()
+                .broker_candles(&paper, symbol, interval, count, NOW)
+                .unwrap()
+                .unwrap(),
+        })
+        .collect()
+}
+
+fn account() -> Account {
+    Account {
+        cash: 10_000.0,
+        equity: 10_000.0,
+        buying_power: 10_000.0,
+        currency: "USD".into(),
+    }
+}
+
+fn scan(market: Vec<Series>) -> ScanContext {
+    ScanContext {
+        scan_id: "scan-1".into(),
+        now_ms: NOW,
+        market,
+        positions: vec![],
+        account: account(),
+        state: vec![],
+    }
+}
+
+fn evaluate(registry: &Registry, name: &str, ctx: &ScanContext) -> Result<Evaluation, PluginError> {
+    let active = registry.active(PluginKind::Strategy, name)?;
+    registry.runtime().evaluate_strategy(&active, ctx)
+}
+
+#[test]
+fn the_builtins_load_and_describe_themselves() {
+    let registry = registry();
+    assert_eq!(registry.names(PluginKind::Broker), vec!["paper"]);
+    assert_eq!(
+        registry.names(PluginKind::Strategy),
+        vec!["apex", "ema-cross"]
+    );
+    assert_eq!(registry.names(PluginKind::RiskRule), vec!["risk-guards"]);
+    let paper = registry.active(PluginKind::Broker, "paper").unwrap();
+    let description = registry
+        .runtime()
+        .describe(&paper.target, &paper.plugin.prepared)
+        .unwrap();
+    assert_eq!(description.name, "paper");
+    assert!(description.capabilities.iter().any(|c| c == "simulated"));
+    // A kind mismatch is a lookup failure, not a call into the wrong world.
+    assert!(matches!(
+        registry.active(PluginKind::Strategy, "paper"),
+        Err(PluginError::NotFound { .. })
+    ));
+}
+
+#[test]
+fn the_paper_market_is_deterministic_and_consistent_across_intervals() {
+    let registry = registry();
+    let paper = registry.active(PluginKind::Broker, "paper").unwrap();
+    let runtime = registry.runtime();
+    let one_minute = runtime
+        .broker_candles(&paper, "BTC-USD", "1m", 60, NOW)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        one_minute,
+        runtime
+            .broker_candles(&paper, "BTC-USD", "1m", 60, NOW)
+            .unwrap()
+            .unwrap()
+    );
+    assert_eq!(one_minute.len(), 60);
+    let five = runtime
+        .broker_candles(&paper, "BTC-USD", "5m", 3, NOW)
+        .unwrap()
+        .unwrap();
+    let last = five.last().unwrap();
+    let parts: Vec<_> = one_minute
+        .iter()
+        .filter(|c| {
+            c.timestamp_ms >= last.timestamp_ms && c.timestamp_ms < last.timestamp_ms + 300_000
+        })
+        .collect();
+    assert_eq!(parts.len(), 5);
+    assert_eq!(last.open, parts[0].open);
+    assert_eq!(last.close, parts[4].close);
+    assert!((last.high - parts.iter().map(|c| c.high).fold(f64::MIN, f64::max)).abs() < 1e-9);
+    assert!(
+        runtime
+            .broker_candles(&paper, "BTC-USD", "1h", 24, NOW)
+            .unwrap()
+            .unwrap()
+            .len()
+            == 24
+    );
+    assert_ne!(
+        one_minute,
+        runtime
+            .broker_candles(&paper, "ETH-USD", "1m", 60, NOW)
+            .unwrap()
+            .unwrap()
+    );
+    assert!(matches!(
+        runtime
+            .broker_candles(&paper, "BTC-USD", "7m", 10, NOW)
+            .unwrap(),
+        Err(BrokerError::Unsupported(_))
+    ));
+    assert!(
+        runtime
+            .broker_candles(&paper, "not a symbol", "1m", 10, NOW)
+            .unwrap()
+            .is_err()
+    );
+
+    let empty = Credentials {
+        api_key: String::new(),
+        api_secret: String::new(),
+        params: vec![],
+    };
+    assert!(matches!(
+        runtime.broker_validate(&paper, &empty).unwrap(),
+        Err(BrokerError::Auth(_))
+    ));
+    let check = runtime.broker_validate(&paper, &creds()).unwrap().unwrap();
+    assert_eq!(check.permissions, vec!["read", "trade"]);
+}
+
+#[test]
+fn paper_fills_carry_fees_and_slippage_against_the_taker() {
+    let registry = registry();
+    let paper = registry.active(PluginKind::Broker, "paper").unwrap();
+    let runtime = registry.runtime();
+    let order = |side, id: &str| OrderRequest {
+        client_order_id: id.into(),
+        symbol: "ETH-USD".into(),
+        side,
+        quantity: 0.5,
+        kind: OrderKind::Market,
+        limit_price: None,
+        reduce_only: false,
+    };
+    let buy = runtime
+        .broker_place_order(&paper, &creds(), &order(OrderSide::Buy, "b1"))
+        .unwrap()
+        .unwrap();
+    let sell = runtime
+        .broker_place_order(&paper, &creds(), &order(OrderSide::Sell, "s1"))
+        .unwrap()
+        .unwrap();
+    assert!(
+        buy.price > sell.price,
+        "buyers pay more than sellers get: {} vs {}",
+        buy.price,
+        sell.price
+    );
+    assert!(
+        buy.fee > 0.0 && (buy.fee - buy.price * 0.5 * 0.001).abs() < 1e-6,
+        "10 bps fee, got {}",
+        buy.fee
+    );
+    let again = runtime
+        .broker_place_order(&paper, &creds(), &order(OrderSide::Buy, "b1"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        again.order_id, buy.order_id,
+        "a retried client order id maps to the same order"
+    );
+    let bad = OrderRequest {
+        quantity: -1.0,
+        ..order(OrderSide::Buy, "b2")
+    };
+    assert!(matches!(
+        runtime.broker_place_order(&paper, &creds(), &bad).unwrap(),
+        Err(BrokerError::Rejected(_))
+    ));
+}
+
+#[test]
+fn strategies_evaluate_real_market_data() {
+    let registry = registry();
+    for (name, interval) in [("ema-cross", "1m"), ("apex", "5m")] {
+        let ctx = scan(market(
+            &registry,
+            &["BTC-USD", "ETH-USD", "SOL-USD"],
+            interval,
+            200,
+        ));
+        let evaluation = evaluate(&registry, name, &ctx).unwrap();
+        for signal in &evaluation.signals {
+            assert!(["BTC-USD", "ETH-USD", "SOL-USD"].contains(&signal.symbol.as_str()));
+            if matches!(
+                signal.action,
+                SignalAction::OpenLong | SignalAction::OpenShort
+            ) {
+                assert!(
+                    signal.size_usd > 0.0 && signal.size_usd <= 1_000.0,
+                    "{name}: {signal:?}"
+                );
+                assert!(
+                    signal.stop_loss.is_some(),
+                    "{name} entries carry a stop: {signal:?}"
+                );
+            }
+        }
+        // The state blob round-trips: the same scan with the returned state does not repeat entries.
+        let again = evaluate(
+            &registry,
+            name,
+            &ScanContext {
+                state: evaluation.state.clone(),
+                ..ctx.clone()
+            },
+        )
+        .unwrap();
+        assert!(again.state.len() <= 64 * 1024);
+    }
+    // Over a day of one-minute scans the crossover strategy does trade.
+    let paper = registry.active(PluginKind::Broker, "paper").unwrap();
+    let mut state = Vec::new();
+    let mut entries = 0;
+    for step in 0..240 {
+        let now = NOW + step * 60_000;
+        let candles = registry
+            .runtime()
+            .broker_candles(&paper, "BTC-USD", "1m", 100, now)
+            .unwrap()
+            .unwrap();
+        let ctx = ScanContext {
+            scan_id: format!("scan-{step}"),
+            now_ms: now,
+            market: vec![Series {
+                symbol: "BTC-USD".into(),
+                interval: "1m".into(),
+                candles,
+            }],
+            positions: vec![],
+            account: account(),
+            state: state.clone(),
+        };
+        let evaluation = evaluate(&registry, "ema-cross", &ctx).unwrap();
+        entries += evaluation
+            .signals
+            .iter()
+            .filter(|s| matches!(s.action, SignalAction::OpenLong | SignalAction::OpenShort))
+            .count();
+        state = evaluation.state;
+    }
+    assert!(entries > 0, "no crossover in four hours of one-minute data");
+}
+
+fn thresholds() -> Vec<Threshold> {
+    Vec::new()
+}
+
+fn risk_context(positions: usize) -> RiskContext {
+    RiskContext {
+        account: account(),
+        positions: (0..positions)
+            .map(|i| tradehost::plugins::bindings::types::Position {
+                position_id: format!("p{i}"),
+                symbol: format!("S{i}-USD"),
+                side: Side::Long,
+                quantity: 1.0,
+                entry_price: 100.0,
+                current_price: 100.0,
+                stop_loss: None,
+                take_profit: None,
+                opened_at_ms: NOW,
+            })
+            .collect(),
+        daily_pnl: 0.0,
+        trades_today: 0,
+        thresholds: thresholds(),
+    }
+}
+
+fn order(size_usd: f64) -> ProposedOrder {
+    ProposedOrder {
+        symbol: "BTC-USD".into(),
+        side: Side::Long,
+        size_usd,
+        price: 60_000.0,
+        stop_loss: Some(59_000.0),
+    }
+}
+
+#[test]
+fn risk_guards_check_orders_and_raise_alarms() {
+    let registry = registry();
+    let rules = registry
+        .active(PluginKind::RiskRule, "risk-guards")
+        .unwrap();
+    let runtime = registry.runtime();
+    assert_eq!(
+        runtime
+            .check_order(&rules, &order(500.0), &risk_context(0))
+            .unwrap(),
+        Verdict::Allow
+    );
+    // Above 10 % of equity: resized to it.
+    assert_eq!(
+        runtime
+            .check_order(&rules, &order(5_000.0), &risk_context(0))
+            .unwrap(),
+        Verdict::Resize(1_000.0)
+    );
+    let loss_day = RiskContext {
+        daily_pnl: -600.0,
+        ..risk_context(0)
+    };
+    assert!(matches!(
+        runtime
+            .check_order(&rules, &order(100.0), &loss_day)
+            .unwrap(),
+        Verdict::Deny(_)
+    ));
+    assert!(matches!(
+        runtime
+            .check_order(&rules, &order(100.0), &risk_context(5))
+            .unwrap(),
+        Verdict::Deny(_)
+    ));
+
+    let healthy = KpiSnapshot {
+        timestamp_ms: NOW,
+        account_value: 10_000.0,
+        cash_balance: 10_000.0,
+        total_return_pct: 2.0,
+        daily_return_pct: 0.5,
+        current_drawdown_pct: 1.0,
+        max_drawdown_pct: 3.0,
+        win_rate_pct: 60.0,
+        profit_factor: 1.8,
+        sharpe_ratio: 1.2,
+        total_trades: 30,
+        winning_trades: 18,
+        losing_trades: 12,
+        consecutive_losses: 1,
+        active_positions: 2,
+        exposure_pct: 20.0,
+        largest_position_pct: 8.0,
+    };
+    assert!(
+        runtime
+            .evaluate_alarms(&rules, &healthy, &thresholds())
+            .unwrap()
+            .is_empty()
+    );
+    let crashing = KpiSnapshot {
+        current_drawdown_pct: 22.5,
+        account_value: 80.0,
+        win_rate_pct: 40.0,
+        ..healthy
+    };
+    let alarms = runtime
+        .evaluate_alarms(&rules, &crashing, &thresholds())
+        .unwrap();
+    let drawdown = alarms
+        .iter()
+        .find(|a| a.alarm_type == "MAX_DRAWDOWN_EXCEEDED")
+        .expect("a drawdown alarm");
+    assert_eq!(drawdown.level, AlarmLevel::Emergency);
+    assert_eq!(drawdown.threshold_value, 20.0);
+    assert!(
+        alarms
+            .iter()
+            .any(|a| a.alarm_type == "ACCOUNT_BALANCE_LOW" && a.level == AlarmLevel::Emergency)
+    );
+    assert!(
+        alarms
+            .iter()
+            .any(|a| a.alarm_type == "LOW_WIN_RATE" && a.level == AlarmLevel::Critical)
+    );
+    // A user's own threshold overrides the default.
+    let lenient = vec![
+        Threshold {
+            name: "max_drawdown_pct".into(),
+            value: 30.0,
+        },
+        Threshold {
+            name: "warning_drawdown_pct".into(),
+            value: 25.0,
+        },
+    ];
+    let alarms = runtime
+        .evaluate_alarms(&rules, &crashing, &lenient)
+        .unwrap();
+    assert!(
+        !alarms
+            .iter()
+            .any(|a| a.alarm_type == "MAX_DRAWDOWN_EXCEEDED")
+    );
+}
+
+/// A healthy call still works and is not slowed down by what a bad guest did.
+fn healthy_call_works(registry: &Registry) {
+    let started = Instant::now();
+    let ctx = scan(market(registry, &["BTC-USD"], "1m", 50));
+    evaluate(registry, "ema-cross", &ctx).expect("a healthy plugin is unaffected");
+    assert!(
+        started.elapsed() < Duration::from_millis(400),
+        "healthy call took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn an_infinite_loop_hits_the_deadline() {
+    // Fuel high enough that only the clock can stop the loop.
+    let registry = registry_with(Limits {
+        fuel: u64::MAX / 4,
+        deadline: Duration::from_millis(500),
+        ..Limits::default()
+    });
+    load_guest(&registry, "guest-spin").unwrap();
+    let ctx = scan(market(&registry, &["BTC-USD"], "1m", 10));
+    // Meanwhile, on another thread, healthy calls keep working.
+    let stop = Arc::new(AtomicBool::new(false));
+    let healthy = std::thread::scope(|scope| {
+        let worker_stop = stop.clone();
+        let registry = &registry;
+        let worker = scope.spawn(move || {
+            let mut calls = 0;
+            while !worker_stop.load(Ordering::Relaxed) {
+                healthy_call_works(registry);
+                calls += 1;
+            }
+            calls
+        });
+        let started = Instant::now();
+        let err = evaluate(&registry, "guest-spin", &ctx).unwrap_err();
+        let elapsed = started.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        assert!(
+            matches!(err, PluginError::Deadline { limit_ms: 500, .. }),
+            "{err:?}"
+        );
+        assert!(
+            elapsed >= Duration::from_millis(450) && elapsed < Duration::from_millis(1_500),
+            "stopped after {elapsed:?}"
+        );
+        worker.join().unwrap()
+    });
+    assert!(healthy > 0);
+    healthy_call_works(&registry);
+}
+
+#[test]
+fn an_instruction_budget_stops_a_loop_before_the_clock_does() {
+    let registry = registry_with(Limits {
+        fuel: 50_000_000,
+        deadline: Duration::from_secs(10),
+        ..Limits::default()
+    });
+    load_guest(&registry, "guest-spin").unwrap();
+    let started = Instant::now();
+    let err = evaluate(&registry, "guest-spin", &scan(vec![])).unwrap_err();
+    assert!(
+        matches!(err, PluginError::InstructionBudget { .. }),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn unbounded_allocation_hits_the_memory_limit() {
+    let registry = registry_with(Limits {
+        memory_bytes: 32 << 20,
+        deadline: Duration::from_secs(5),
+        ..Limits::default()
+    });
+    load_guest(&registry, "guest-alloc").unwrap();
+    let err = evaluate(&registry, "guest-alloc", &scan(vec![])).unwrap_err();
+    assert!(
+        matches!(err, PluginError::MemoryLimit { limit_mib: 32, .. }),
+        "{err:?}"
+    );
+    healthy_call_works(&registry);
+}
+
+#[test]
+fn traps_and_panics_are_contained() {
+    let registry = registry();
+    for guest in ["guest-trap", "guest-panic"] {
+        load_guest(&registry, guest).unwrap();
+        let err = evaluate(&registry, guest, &scan(vec![])).unwrap_err();
+        assert!(matches!(err, PluginError::Trap { .. }), "{guest}: {err:?}");
+        healthy_call_works(&registry);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_answers_break_the_contract() {
+    let registry = registry();
+    load_guest(&registry, "guest-bad-output").unwrap();
+    let ctx = scan(market(&registry, &["BTC-USD"], "1m", 10));
+    assert!(
+        evaluate(&registry, "guest-bad-output", &ctx).is_ok(),
+        "the default mode is well-behaved"
+    );
+    for mode in ["nan", "negative", "unknown-symbol", "flood", "huge-state"] {
+        registry
+            .configure(
+                "guest-bad-output",
+                BTreeMap::from([("mode".to_string(), mode.to_string())]),
+            )
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let err = evaluate(&registry, "guest-bad-output", &ctx).unwrap_err();
+        assert!(
+            matches!(err, PluginError::Contract { .. }),
+            "{mode}: {err:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{mode} took {:?}",
+            started.elapsed()
+        );
+    }
+    healthy_call_works(&registry);
+}
+
+#[test]
+fn a_component_that_lies_about_itself_or_imports_too_much_is_refused() {
+    let registry = registry();
+    let err = load_guest(&registry, "guest-forbidden-import").unwrap_err();
+    assert!(
+        matches!(&err, PluginError::Load(msg) if msg.contains("strategy world")),
+        "{err:?}"
+    );
+    // The manifest says one thing, describe another.
+    let mut manifest = manifest("testing/guest-bad-output");
+    manifest.name = "someone-else".into();
+    let err = registry
+        .install_local(&artifact("guest-bad-output"), &manifest)
+        .unwrap_err();
+    assert!(
+        matches!(&err, PluginError::Load(msg) if msg.contains("describes itself")),
+        "{err:?}"
+    );
+    // A strategy offered as a broker does not fit the broker world.
+    let mut as_broker = Manifest {
+        kind: PluginKind::Broker,
+        ..self::manifest("strategy-ema-cross")
+    };
+    as_broker.name = "ema-broker".into();
+    assert!(matches!(
+        registry.install_local(&artifact("strategy-ema-cross"), &as_broker),
+        Err(PluginError::Load(_))
+    ));
+    // Not a component at all.
+    assert!(matches!(
+        registry.install_local(b"\0asm garbage", &manifest),
+        Err(PluginError::Load(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hot_swap_under_a_stream_of_calls_fails_none_and_rolls_back() {
+    let registry = Arc::new(registry());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (calls, failures, denials) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+    );
+    let mut workers = Vec::new();
+    for _ in 0..2 {
+        let (registry, stop, calls, failures, denials) = (
+            registry.clone(),
+            stop.clone(),
+            calls.clone(),
+            failures.clone(),
+            denials.clone(),
+        );
+        workers.push(std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let outcome = registry
+                    .active(PluginKind::RiskRule, "risk-guards")
+                    .and_then(|rules| {
+                        registry
+                            .runtime()
+                            .check_order(&rules, &order(500.0), &risk_context(0))
+                    });
+                calls.fetch_add(1, Ordering::Relaxed);
+                match outcome {
+                    Ok(Verdict::Deny(_)) => {
+                        denials.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(_) => {}
+                    Err(_) => {
+                        failures.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let strict = manifest("testing/risk-guards-strict");
+    registry
+        .install_local(&artifact("risk-guards-strict"), &strict)
+        .unwrap();
+    assert_eq!(
+        registry
+            .active(PluginKind::RiskRule, "risk-guards")
+            .unwrap()
+            .plugin
+            .manifest
+            .version,
+        "0.1.0",
+        "upload alone changes nothing"
+    );
+    registry.activate("risk-guards", "0.2.0").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let denied_after_swap = denials.load(Ordering::Relaxed);
+    registry.rollback("risk-guards").await.unwrap();
+    let after_rollback = calls.load(Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    assert_eq!(
+        failures.load(Ordering::Relaxed),
+        0,
+        "no call failed across the swap"
+    );
+    assert!(
+        denied_after_swap > 0,
+        "the strict version answered once active"
+    );
+    assert!(
+        calls.load(Ordering::Relaxed) > after_rollback,
+        "calls went on after the rollback"
+    );
+    let rules = registry
+        .active(PluginKind::RiskRule, "risk-guards")
+        .unwrap();
+    assert_eq!(rules.plugin.manifest.version, "0.1.0");
+    assert_eq!(
+        registry
+            .runtime()
+            .check_order(&rules, &order(500.0), &risk_context(0))
+            .unwrap(),
+        Verdict::Allow
+    );
+    assert!(
+        registry.rollback("risk-guards").await.is_ok(),
+        "rollback toggles back to the other version"
+    );
+}

@@ -1,0 +1,77 @@
+//! Guest-side SDK for tradehost plugins.
+//!
+//! - [`strategy`], [`risk_rule`] and [`broker`] hold the bindings of the three plugin worlds of
+//!   `tradehost:plugin@0.1.0`. A plugin crate implements the world's `Guest` trait and exports
+//!   it with one line, e.g. `tradehost_sdk::export_strategy!(MyStrategy);`.
+//! - [`types`] and [`host`] are the shared interfaces (generated once, used by all three worlds).
+//! - [`indicators`] are pure technical indicators; [`config`] reads typed configuration values;
+//!   [`state`] keeps small per-symbol memos in a strategy's state blob.
+//!
+//! Everything except the `host` imports is plain Rust and works on any target, so plugin logic
+//! can be unit-tested natively; the imports only do something inside a component.
+
+// Lets the generated bindings and export macros name this crate the same way from inside and
+// from plugin crates.
+extern crate self as tradehost_sdk;
+
+pub mod config;
+pub mod indicators;
+pub mod state;
+
+// The generated canonical-ABI glue takes records flattened into many scalar arguments.
+
+/// Bindings of the `strategy` world. Also the home of the shared `types` and `host` interfaces.
+#[allow(clippy::too_many_arguments)]
+pub mod strategy {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "tradehost:plugin/strategy@0.1.0",
+        additional_derives: [PartialEq],
+        pub_export_macro: true,
+        export_macro_name: "export_strategy",
+        default_bindings_module: "tradehost_sdk::strategy",
+    });
+}
+
+/// Bindings of the `risk-rule` world.
+#[allow(clippy::too_many_arguments)]
+pub mod risk_rule {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "tradehost:plugin/risk-rule@0.1.0",
+        additional_derives: [PartialEq],
+        with: {
+            "tradehost:plugin/types@0.1.0": tradehost_sdk::strategy::tradehost::plugin::types,
+            "tradehost:plugin/host@0.1.0": tradehost_sdk::strategy::tradehost::plugin::host,
+        },
+        pub_export_macro: true,
+        export_macro_name: "export_risk_rule",
+        default_bindings_module: "tradehost_sdk::risk_rule",
+    });
+}
+
+/// Bindings of the `broker` world, including the `http` import.
+#[allow(clippy::too_many_arguments)]
+pub mod broker {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "tradehost:plugin/broker@0.1.0",
+        additional_derives: [PartialEq],
+        with: {
+            "tradehost:plugin/types@0.1.0": tradehost_sdk::strategy::tradehost::plugin::types,
+            "tradehost:plugin/host@0.1.0": tradehost_sdk::strategy::tradehost::plugin::host,
+            "tradehost:plugin/http@0.1.0": generate,
+        },
+        pub_export_macro: true,
+        export_macro_name: "export_broker",
+        default_bindings_module: "tradehost_sdk::broker",
+    });
+}
+
+pub use broker::export_broker;
+pub use risk_rule::export_risk_rule;
+pub use strategy::export_strategy;
+pub use strategy::tradehost::plugin::{host, types};
+
+/// The most a strategy may hand back as `state` (the host refuses more).
+pub const MAX_STATE_BYTES: usize = 64 * 1024;

@@ -1,0 +1,306 @@
+//! Plugin administration over HTTP: list, inspect (a live call), upload, activate while calls
+//! run, roll back, configure; every change audited and kept across a restart.
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use tradehost_blackbox::{PASSWORD, Server, email, repo_root};
+
+fn artifact(crate_name: &str) -> String {
+    let path = repo_root()
+        .join("plugins/target/wasm32-wasip2/release")
+        .join(format!("{}.wasm", crate_name.replace('-', "_")));
+    base64::engine::general_purpose::STANDARD
+        .encode(std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
+
+fn manifest(dir: &str) -> Value {
+    let text =
+        std::fs::read_to_string(repo_root().join("plugins").join(dir).join("plugin.toml")).unwrap();
+    let value: toml::Value = toml::from_str(&text).unwrap();
+    serde_json::to_value(value).unwrap()
+}
+
+async fn admin(server: &Server) -> String {
+    let address = email("ops");
+    let mut create = server.command();
+    create.args([
+        "admin",
+        "create",
+        "--email",
+        &address,
+        "--password",
+        PASSWORD,
+    ]);
+    assert!(create.output().unwrap().status.success());
+    server.login(&address, PASSWORD).await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn admins_see_the_builtin_plugins_and_users_do_not() {
+    let server = Server::start().await;
+    let (_, user) = server.user(&email("user")).await;
+    for path in ["/api/v1/admin/plugins", "/api/v1/admin/plugins/paper"] {
+        server
+            .get(path, Some(&user))
+            .await
+            .expect_error(403, "UNAUTHORIZED");
+    }
+    server
+        .post(
+            "/api/v1/admin/plugins/risk-guards/rollback",
+            Some(&user),
+            json!({}),
+        )
+        .await
+        .expect_error(403, "UNAUTHORIZED");
+    let token = admin(&server).await;
+    let list = server.get("/api/v1/admin/plugins", Some(&token)).await;
+    let plugins = list.data()["plugins"].as_array().unwrap().clone();
+    let names: Vec<(&str, &str)> = plugins
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            ("apex", "strategy"),
+            ("ema-cross", "strategy"),
+            ("paper", "broker"),
+            ("risk-guards", "risk-rule")
+        ]
+    );
+    for plugin in &plugins {
+        assert_eq!(plugin["builtin"], true);
+        assert_eq!(plugin["sha256"].as_str().unwrap().len(), 64);
+    }
+    let paper = server
+        .get("/api/v1/admin/plugins/paper", Some(&token))
+        .await;
+    assert_eq!(paper.data()["live"]["name"], "paper");
+    server
+        .get("/api/v1/admin/plugins/nope", Some(&token))
+        .await
+        .expect_error(404, "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn swap_risk_rules_while_calls_run_then_roll_back() {
+    let mut server = Server::start().await;
+    let token = admin(&server).await;
+    let upload = json!({"manifest": manifest("testing/risk-guards-strict"), "wasm_base64": artifact("risk-guards-strict")});
+    let uploaded = server
+        .post("/api/v1/admin/plugins", Some(&token), upload.clone())
+        .await;
+    let data = uploaded.data();
+    assert_eq!(
+        data["active_version"], "0.1.0",
+        "an upload alone does not activate"
+    );
+    assert_eq!(data["versions"].as_array().unwrap().len(), 2);
+    // The same upload again is idempotent.
+    server
+        .post("/api/v1/admin/plugins", Some(&token), upload)
+        .await
+        .expect(200);
+
+    // Live calls into the active risk rule run throughout the swap.
+    let base = server.base_url.clone();
+    let caller = {
+        let token = token.clone();
+        tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            let mut versions = Vec::new();
+            for _ in 0..150 {
+                let reply = http
+                    .get(format!("{base}/api/v1/admin/plugins/risk-guards"))
+                    .bearer_auth(&token)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(reply.status(), 200, "a call failed during the swap");
+                let body: Value = reply.json().await.unwrap();
+                versions.push(
+                    body["data"]["live"]["version"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                );
+            }
+            versions
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let activated = server
+        .post(
+            "/api/v1/admin/plugins/risk-guards/activate",
+            Some(&token),
+            json!({"version": "0.2.0"}),
+        )
+        .await;
+    assert_eq!(activated.data()["active_version"], "0.2.0");
+    assert_eq!(activated.data()["previous_version"], "0.1.0");
+    let versions = caller.await.unwrap();
+    assert!(
+        versions.iter().any(|v| v == "0.2.0"),
+        "calls reached the new version"
+    );
+
+    // Kept across a restart.
+    server.restart().await;
+    let detail = server
+        .get("/api/v1/admin/plugins/risk-guards", Some(&token))
+        .await;
+    assert_eq!(detail.data()["active_version"], "0.2.0");
+    assert_eq!(detail.data()["live"]["version"], "0.2.0");
+
+    let rolled = server
+        .post(
+            "/api/v1/admin/plugins/risk-guards/rollback",
+            Some(&token),
+            json!({}),
+        )
+        .await;
+    assert_eq!(rolled.data()["active_version"], "0.1.0");
+    assert_eq!(
+        server
+            .get("/api/v1/admin/plugins/risk-guards", Some(&token))
+            .await
+            .data()["live"]["version"],
+        "0.1.0"
+    );
+
+    for event in ["plugin.uploaded", "plugin.activated", "plugin.rolled_back"] {
+        assert!(
+            server
+                .count(&format!(
+                    "SELECT COUNT(*) FROM audit_log WHERE event_type = '{event}'"
+                ))
+                .await
+                >= 1,
+            "{event} audited"
+        );
+    }
+}
+
+#[tokio::test]
+async fn bad_uploads_and_changes_are_refused_and_change_nothing() {
+    let server = Server::start().await;
+    let token = admin(&server).await;
+    let strict = manifest("testing/risk-guards-strict");
+    let cases = vec![
+        (
+            json!({"manifest": strict, "wasm_base64": "%%%"}),
+            "INVALID_REQUEST",
+        ),
+        (
+            json!({"manifest": strict, "wasm_base64": base64::engine::general_purpose::STANDARD.encode(b"\0asm not really")}),
+            "INVALID_REQUEST",
+        ),
+        (
+            json!({"manifest": manifest("testing/guest-forbidden-import"), "wasm_base64": artifact("guest-forbidden-import")}),
+            "INVALID_REQUEST",
+        ),
+        (
+            json!({"manifest": strict, "wasm_base64": artifact("strategy-ema-cross")}),
+            "INVALID_REQUEST",
+        ),
+        (
+            json!({"manifest": {"name": "x"}, "wasm_base64": ""}),
+            "INVALID_REQUEST",
+        ),
+    ];
+    for (body, code) in cases {
+        server
+            .post("/api/v1/admin/plugins", Some(&token), body)
+            .await
+            .expect_error(400, code);
+    }
+    assert_eq!(
+        server.count("SELECT COUNT(*) FROM plugin_versions").await,
+        0
+    );
+    assert!(
+        server
+            .count("SELECT COUNT(*) FROM audit_log WHERE event_type = 'plugin.upload_refused'")
+            .await
+            >= 3
+    );
+
+    server
+        .post(
+            "/api/v1/admin/plugins/nope/activate",
+            Some(&token),
+            json!({"version": "1"}),
+        )
+        .await
+        .expect_error(404, "NOT_FOUND");
+    server
+        .post(
+            "/api/v1/admin/plugins/risk-guards/activate",
+            Some(&token),
+            json!({"version": "9.9.9"}),
+        )
+        .await
+        .expect_error(404, "NOT_FOUND");
+    server
+        .post(
+            "/api/v1/admin/plugins/risk-guards/rollback",
+            Some(&token),
+            json!({}),
+        )
+        .await
+        .expect_error(400, "INVALID_REQUEST");
+    server
+        .put(
+            "/api/v1/admin/plugins/ema-cross/config",
+            Some(&token),
+            json!({"config": {"no_such_key": 1}}),
+        )
+        .await
+        .expect_error(400, "INVALID_REQUEST");
+    server
+        .put(
+            "/api/v1/admin/plugins/ema-cross/config",
+            Some(&token),
+            json!({"config": {"fast_period": "fast"}}),
+        )
+        .await
+        .expect_error(400, "INVALID_REQUEST");
+    server
+        .put(
+            "/api/v1/admin/plugins/ema-cross/config",
+            Some(&token),
+            json!({"config": {"fast_period": [1]}}),
+        )
+        .await
+        .expect_error(400, "INVALID_REQUEST");
+}
+
+#[tokio::test]
+async fn configuration_is_checked_applied_and_kept() {
+    let mut server = Server::start().await;
+    let token = admin(&server).await;
+    let reply = server
+        .put(
+            "/api/v1/admin/plugins/ema-cross/config",
+            Some(&token),
+            json!({"config": {"fast_period": 5, "slow_period": "30"}}),
+        )
+        .await;
+    assert_eq!(reply.data()["config"]["fast_period"], "5");
+    assert_eq!(reply.data()["config"]["slow_period"], "30");
+    server.restart().await;
+    let list = server
+        .get("/api/v1/admin/plugins/ema-cross", Some(&token))
+        .await;
+    assert_eq!(list.data()["config"]["fast_period"], "5");
+    assert_eq!(
+        server
+            .count("SELECT COUNT(*) FROM audit_log WHERE event_type = 'plugin.configured'")
+            .await,
+        1
+    );
+}
