@@ -519,7 +519,7 @@ fn an_infinite_loop_hits_the_deadline() {
             calls
         });
         let started = Instant::now();
-        let err = evaluate(&registry, "guest-spin", &ctx).unwrap_err();
+        let err = evaluate(registry, "guest-spin", &ctx).unwrap_err();
         let elapsed = started.elapsed();
         stop.store(true, Ordering::Relaxed);
         assert!(
