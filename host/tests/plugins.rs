@@ -741,3 +741,75 @@ async fn hot_swap_under_a_stream_of_calls_fails_none_and_rolls_back() {
         "rollback toggles back to the other version"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brokers_reach_only_the_hosts_their_manifest_allows() {
+    // A local HTTP server standing in for an exchange.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = Arc::new(AtomicU64::new(0));
+    let counter = served.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            use std::io::{Read, Write};
+            let mut stream = stream;
+            let mut buffer = [0u8; 4096];
+            let _ = stream.read(&mut buffer);
+            counter.fetch_add(1, Ordering::Relaxed);
+            let _ = stream.write_all(
+                b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+
+    let registry = registry();
+    let mut manifest = manifest("testing/guest-http-broker");
+    manifest.allowed_hosts = vec!["127.0.0.1".into()];
+    registry
+        .install_local(&artifact("guest-http-broker"), &manifest)
+        .unwrap();
+    let check = |url: String| {
+        let registry = &registry;
+        async move {
+            registry
+                .configure(
+                    "guest-http-broker",
+                    BTreeMap::from([("url".to_string(), url)]),
+                )
+                .await
+                .unwrap();
+            let broker = registry
+                .active(PluginKind::Broker, "guest-http-broker")
+                .unwrap();
+            registry
+                .runtime()
+                .broker_validate(&broker, &creds())
+                .unwrap()
+        }
+    };
+
+    let allowed = check(format!("http://127.0.0.1:{port}/v1/account"))
+        .await
+        .unwrap();
+    assert_eq!(allowed.permissions, vec!["status:204"]);
+    assert_eq!(served.load(Ordering::Relaxed), 1);
+    for url in [
+        "https://example.com/",
+        "http://127.0.0.1@example.com/",
+        "http://localhost:9/",
+        "file:///etc/passwd",
+    ] {
+        let outcome = check(url.to_string()).await;
+        assert!(outcome.is_err(), "{url} must be refused: {outcome:?}");
+    }
+    let forbidden = check("https://example.com/".into()).await.unwrap_err();
+    assert!(
+        matches!(&forbidden, BrokerError::Auth(msg) if msg.contains("forbidden")),
+        "{forbidden:?}"
+    );
+    assert_eq!(
+        served.load(Ordering::Relaxed),
+        1,
+        "refused requests never left the host"
+    );
+}

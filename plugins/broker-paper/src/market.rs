@@ -12,12 +12,13 @@
 //! The noise octaves are value noise: seeded random values on lattices 1, 4, 16, … 1024
 //! minutes apart, linearly interpolated, with amplitudes growing like √spacing so the path
 //! looks like a random walk at every scale while each point costs a fixed amount of work.
-//! `regime(s)` is a slowly varying volatility multiplier. Because every part is piecewise
-//! linear between whole simulated minutes, at speed 1 the price inside a minute stays between
-//! that minute's open and close.
+//! `regime(s)` is a slowly varying volatility multiplier.
 //!
 //! Simulated time runs at `speed` times the host clock around a fixed anchor, and candles are
 //! stamped with host time: at speed 60 a one-minute candle covers an hour of market movement.
+//! The model is sampled at each host minute (the one-minute candles' opens and closes); within
+//! a minute the price moves log-linearly from open to close, so a fill is always inside the
+//! range of the candle it falls in.
 
 use tradehost_sdk::types::Candle;
 
@@ -118,9 +119,15 @@ impl Market {
         (real_ms as f64 - ANCHOR_MS as f64) * self.speed / MINUTE_MS as f64
     }
 
-    /// The mid price of `symbol` at host time `real_ms`.
+    /// The mid price of `symbol` at host time `real_ms`: on the way from its minute's open to
+    /// its close.
     pub fn mid_price(&self, symbol: &str, real_ms: i64) -> f64 {
-        SymbolModel::new(self.seed, symbol).price(self.simulated_minutes(real_ms))
+        let model = SymbolModel::new(self.seed, symbol);
+        let start_ms = real_ms.div_euclid(MINUTE_MS) * MINUTE_MS;
+        let open = model.price(self.simulated_minutes(start_ms));
+        let close = model.price(self.simulated_minutes(start_ms + MINUTE_MS));
+        let progress = (real_ms - start_ms) as f64 / MINUTE_MS as f64;
+        open * (close / open).powf(progress)
     }
 
     /// The last `limit` (at most [`MAX_CANDLES`]) completed candles ending at or before
@@ -230,31 +237,24 @@ impl SymbolModel {
                 20_000.0 + profile(2) * 180_000.0,
             ),
         };
-        let model = Self {
-            seed,
-            base_log_price: base_price.ln(),
-            minute_volatility: 0.0006 * volatility_factor,
-            trend: [Wave {
-                amplitude: 0.0,
-                period_minutes: 1.0,
-                phase: 0.0,
-            }; 3],
-            notional_per_minute,
-        };
-        // Periods around 6 hours, 1.3 days and 4.3 days, each stretched by up to ±25 %.
+        // Periods around 6 hours, 1.3 days and 4.3 days, each scaled by a factor of 0.8 to 1.25.
         let shapes = [(0.006, 360.0), (0.015, 1860.0), (0.035, 6240.0)];
         let trend = std::array::from_fn(|i| {
             let (amplitude, period) = shapes[i];
-            let i = i as i64;
+            let draw = |octave| seeded_unit(seed, Stream::Trend, octave, i as i64);
             Wave {
-                amplitude: amplitude
-                    * volatility_factor
-                    * (0.7 + 0.6 * model.uniform(Stream::Trend, 0, i)),
-                period_minutes: period * (0.8 + 0.45 * model.uniform(Stream::Trend, 1, i)),
-                phase: std::f64::consts::TAU * model.uniform(Stream::Trend, 2, i),
+                amplitude: amplitude * volatility_factor * (0.7 + 0.6 * draw(0)),
+                period_minutes: period * (0.8 + 0.45 * draw(1)),
+                phase: std::f64::consts::TAU * draw(2),
             }
         });
-        Self { trend, ..model }
+        Self {
+            seed,
+            base_log_price: base_price.ln(),
+            minute_volatility: 0.0006 * volatility_factor,
+            trend,
+            notional_per_minute,
+        }
     }
 
     /// The price at simulated minute `s`.
@@ -297,11 +297,13 @@ impl SymbolModel {
 
     /// A seeded value in 0..1 for `(stream, octave, index)`.
     fn uniform(&self, stream: Stream, octave: u64, index: i64) -> f64 {
-        unit(mix(
-            mix(self.seed, mix(stream as u64, octave)),
-            index as u64,
-        ))
+        seeded_unit(self.seed, stream, octave, index)
     }
+}
+
+/// A value in 0..1 determined by `seed` and `(stream, octave, index)`.
+fn seeded_unit(seed: u64, stream: Stream, octave: u64, index: i64) -> f64 {
+    unit(mix(mix(seed, mix(stream as u64, octave)), index as u64))
 }
 
 /// Price level, volatility factor and traded value per minute of well-known assets quoted in
@@ -509,19 +511,30 @@ mod tests {
     }
 
     #[test]
-    fn the_mid_price_stays_inside_its_minute_at_speed_one() {
-        let start = MARCH_FIRST_MS + 10 * MINUTE_MS;
-        let candle = market().candles("BTC-USD", Interval::OneMinute, 1, start + MINUTE_MS)[0];
-        assert_eq!(candle.timestamp_ms, start);
-        assert_eq!(market().mid_price("BTC-USD", start), candle.open);
-        for offset in [1, 15_000, 30_000, 59_999] {
-            let price = market().mid_price("BTC-USD", start + offset);
-            assert!(price >= candle.low && price <= candle.high);
-            assert!(
-                price >= candle.open.min(candle.close) - 1e-9
-                    && price <= candle.open.max(candle.close) + 1e-9
-            );
+    fn the_mid_price_moves_from_the_minutes_open_to_its_close() {
+        for speed in [1.0, 60.0] {
+            let market = Market::new(42, speed);
+            let start = MARCH_FIRST_MS + 10 * MINUTE_MS;
+            let candle = market.candles("BTC-USD", Interval::OneMinute, 1, start + MINUTE_MS)[0];
+            assert_eq!(candle.timestamp_ms, start);
+            assert_eq!(market.mid_price("BTC-USD", start), candle.open);
+            assert_close(market.mid_price("BTC-USD", start + MINUTE_MS), candle.close);
+            let (low, high) = (candle.open.min(candle.close), candle.open.max(candle.close));
+            for offset in [1, 15_000, 30_000, 59_999] {
+                let price = market.mid_price("BTC-USD", start + offset);
+                assert!(
+                    price >= low - 1e-9 && price <= high + 1e-9,
+                    "{speed}: {price}"
+                );
+            }
         }
+    }
+
+    fn assert_close(actual: f64, expected: f64) {
+        assert!(
+            (actual - expected).abs() <= expected.abs() * 1e-12,
+            "expected {expected}, got {actual}"
+        );
     }
 
     #[test]

@@ -12,6 +12,8 @@
 #[cfg(target_arch = "wasm32")]
 mod component;
 
+use std::collections::BTreeSet;
+
 use tradehost_sdk::MAX_STATE_BYTES;
 use tradehost_sdk::config::ConfigReader;
 use tradehost_sdk::indicators::ema_series;
@@ -124,14 +126,13 @@ pub fn evaluate(ctx: &ScanContext, config: &Config) -> Result<Evaluation, Plugin
     config.validate()?;
     let previous = StateMap::decode(&ctx.state);
     let mut next = StateMap::new();
-    let mut seen = Vec::new();
+    let mut seen = BTreeSet::new();
     let mut signals = Vec::new();
     for series in ctx.market.iter().filter(|s| s.interval == config.interval) {
         // The first series of a symbol decides; duplicates cannot add a second signal.
-        if seen.contains(&series.symbol) {
+        if !seen.insert(series.symbol.as_str()) {
             continue;
         }
-        seen.push(series.symbol.clone());
         let memo = previous.get(&series.symbol).and_then(Memo::parse);
         let decision = decide(series, &ctx.positions, &ctx.account, config, memo);
         signals.extend(decision.signal);
