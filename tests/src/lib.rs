@@ -375,6 +375,32 @@ impl Server {
         (id, login["access_token"].as_str().unwrap().to_string())
     }
 
+    /// Creates an admin through the CLI (the only way there is) and returns their access token.
+    pub async fn admin_token(&self) -> String {
+        let address = email("ops");
+        let output = self
+            .command()
+            .args([
+                "admin",
+                "create",
+                "--email",
+                &address,
+                "--password",
+                PASSWORD,
+            ])
+            .output()
+            .expect("the binary runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        self.login(&address, PASSWORD).await["access_token"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
     /// The server's database, for checks a client cannot make (outbox, audit rows, ledger).
     pub async fn db(&self) -> &AnyPool {
         self.pool
@@ -497,6 +523,13 @@ impl Reply {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+}
+
+/// A built guest plugin (`plugins/target/wasm32-wasip2/release/<crate>.wasm`).
+pub fn guest_path(crate_name: &str) -> PathBuf {
+    repo_root()
+        .join("plugins/target/wasm32-wasip2/release")
+        .join(format!("{}.wasm", crate_name.replace('-', "_")))
 }
 
 /// A unique e-mail address for this test.

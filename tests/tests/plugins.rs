@@ -3,7 +3,7 @@
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use tradehost_blackbox::{PASSWORD, Server, email, repo_root};
+use tradehost_blackbox::{Server, email, guest_path, repo_root};
 
 fn artifact(crate_name: &str) -> String {
     let path = repo_root()
@@ -18,24 +18,6 @@ fn manifest(dir: &str) -> Value {
         std::fs::read_to_string(repo_root().join("plugins").join(dir).join("plugin.toml")).unwrap();
     let value: toml::Value = toml::from_str(&text).unwrap();
     serde_json::to_value(value).unwrap()
-}
-
-async fn admin(server: &Server) -> String {
-    let address = email("ops");
-    let mut create = server.command();
-    create.args([
-        "admin",
-        "create",
-        "--email",
-        &address,
-        "--password",
-        PASSWORD,
-    ]);
-    assert!(create.output().unwrap().status.success());
-    server.login(&address, PASSWORD).await["access_token"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 #[tokio::test]
@@ -56,7 +38,7 @@ async fn admins_see_the_builtin_plugins_and_users_do_not() {
         )
         .await
         .expect_error(403, "UNAUTHORIZED");
-    let token = admin(&server).await;
+    let token = server.admin_token().await;
     let list = server.get("/api/v1/admin/plugins", Some(&token)).await;
     let plugins = list.data()["plugins"].as_array().unwrap().clone();
     let names: Vec<(&str, &str)> = plugins
@@ -89,7 +71,7 @@ async fn admins_see_the_builtin_plugins_and_users_do_not() {
 #[tokio::test]
 async fn swap_risk_rules_while_calls_run_then_roll_back() {
     let mut server = Server::start().await;
-    let token = admin(&server).await;
+    let token = server.admin_token().await;
     let upload = json!({"manifest": manifest("testing/risk-guards-strict"), "wasm_base64": artifact("risk-guards-strict")});
     let uploaded = server
         .post("/api/v1/admin/plugins", Some(&token), upload.clone())
@@ -188,7 +170,7 @@ async fn swap_risk_rules_while_calls_run_then_roll_back() {
 #[tokio::test]
 async fn bad_uploads_and_changes_are_refused_and_change_nothing() {
     let server = Server::start().await;
-    let token = admin(&server).await;
+    let token = server.admin_token().await;
     let strict = manifest("testing/risk-guards-strict");
     let cases = vec![
         (
@@ -282,7 +264,7 @@ async fn bad_uploads_and_changes_are_refused_and_change_nothing() {
 #[tokio::test]
 async fn configuration_is_checked_applied_and_kept() {
     let mut server = Server::start().await;
-    let token = admin(&server).await;
+    let token = server.admin_token().await;
     let reply = server
         .put(
             "/api/v1/admin/plugins/ema-cross/config",
@@ -303,12 +285,6 @@ async fn configuration_is_checked_applied_and_kept() {
             .await,
         1
     );
-}
-
-fn guest_path(crate_name: &str) -> std::path::PathBuf {
-    repo_root()
-        .join("plugins/target/wasm32-wasip2/release")
-        .join(format!("{}.wasm", crate_name.replace('-', "_")))
 }
 
 #[tokio::test]
@@ -378,7 +354,7 @@ async fn the_plugin_directory_adds_plugins_at_start() {
         .env("TRADEHOST_PLUGIN_DIR", dir.path().to_string_lossy())
         .start()
         .await;
-    let token = admin(&server).await;
+    let token = server.admin_token().await;
     let list = server.get("/api/v1/admin/plugins", Some(&token)).await;
     let names: Vec<String> = list.data()["plugins"]
         .as_array()
