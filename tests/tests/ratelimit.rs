@@ -199,21 +199,7 @@ async fn the_operator_can_scale_tier_limits() {
 #[tokio::test]
 async fn admins_work_at_the_top_tier_budget() {
     let server = Server::start().await;
-    let address = email("ops");
-    let mut create = server.command();
-    create.args([
-        "admin",
-        "create",
-        "--email",
-        &address,
-        "--password",
-        PASSWORD,
-    ]);
-    assert!(create.output().unwrap().status.success());
-    let token = server.login(&address, PASSWORD).await["access_token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let token = server.admin_token().await;
     let reply = server.get("/api/v1/auth/me", Some(&token)).await;
     assert_eq!(reply.header("x-ratelimit-limit"), Some("500"));
 }
