@@ -729,3 +729,90 @@ async fn change_password_keeps_this_session_and_ends_the_others() {
         1
     );
 }
+
+/// Accepts one SMTP session after another and hands each message's DATA to `mails`.
+fn fake_smtp_server() -> (u16, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (mails, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut writer = stream.try_clone().unwrap();
+            let mut reader = BufReader::new(stream);
+            let _ = writer.write_all(b"220 test ESMTP\r\n");
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                let command = line.trim_end().to_ascii_uppercase();
+                let reply: &[u8] = if command.starts_with("EHLO") || command.starts_with("HELO") {
+                    b"250-test\r\n250 8BITMIME\r\n"
+                } else if command == "DATA" {
+                    let _ = writer.write_all(b"354 go ahead\r\n");
+                    let mut data = String::new();
+                    let mut chunk = String::new();
+                    while reader.read_line(&mut chunk).unwrap_or(0) > 0 && chunk != ".\r\n" {
+                        data.push_str(&chunk);
+                        chunk.clear();
+                    }
+                    let _ = mails.send(data);
+                    b"250 queued\r\n"
+                } else if command == "QUIT" {
+                    let _ = writer.write_all(b"221 bye\r\n");
+                    break;
+                } else {
+                    b"250 ok\r\n"
+                };
+                let _ = writer.write_all(reply);
+                line.clear();
+            }
+        }
+    });
+    (port, received)
+}
+
+#[tokio::test]
+async fn reset_mail_goes_out_through_smtp_when_configured() {
+    let (port, received) = fake_smtp_server();
+    let server = Server::options()
+        .env("TRADEHOST_SMTP_URL", format!("smtp://127.0.0.1:{port}"))
+        .env("TRADEHOST_MAIL_FROM", "tradehost <noreply@example.com>")
+        .start()
+        .await;
+    let address = email("mail");
+    server.register(&address).await;
+    server
+        .post(
+            "/api/v1/auth/reset-password",
+            None,
+            json!({"email": address}),
+        )
+        .await
+        .expect(200);
+    let mail = tokio::task::spawn_blocking(move || received.recv_timeout(Duration::from_secs(20)))
+        .await
+        .unwrap()
+        .expect("the reset mail reached the SMTP server");
+    assert!(mail.contains(&address), "{mail}");
+    assert!(mail.contains("Reset your tradehost password"), "{mail}");
+    // The mail's token works, and the outbox records the delivery.
+    // The body is quoted-printable; the token also stands alone on an indented line.
+    let token = mail
+        .lines()
+        .find(|line| line.starts_with("    ") && !line.trim().is_empty())
+        .map(|line| line.trim().to_string())
+        .expect("the token line");
+    let confirm = json!({"token": token, "new_password": "a brand new secret"});
+    server
+        .post("/api/v1/auth/reset-password/confirm", None, confirm)
+        .await
+        .expect(200);
+    let mut status = None;
+    for _ in 0..50 {
+        status = server.scalar("SELECT status FROM mail_outbox").await;
+        if status.as_deref() == Some("sent") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(status.as_deref(), Some("sent"));
+}
