@@ -182,3 +182,43 @@ fn bad_configuration_is_refused_by_name() {
     let (ok, output) = run(bare_command(&[("DATABASE_URL", "mysql://x/y")]));
     assert!(!ok && output.contains("DATABASE_URL"), "{output}");
 }
+
+/// The README's way: `tradehost` in a fresh directory, every setting at its default
+/// (a relative `./data`, generated secrets, the built-in plugins).
+#[test]
+fn serve_starts_with_every_default_in_a_fresh_directory() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(binary())
+        .current_dir(dir.path())
+        .env_clear()
+        .env("ROCKET_CONFIG", repo_root().join("Rocket.toml"))
+        .env("PORT", "0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    let mut ready = false;
+    for line in stdout.lines().map_while(Result::ok) {
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("listening on") {
+            ready = true;
+            break;
+        }
+    }
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(
+        ready,
+        "the server did not start ({status}):\n{seen}{stderr}"
+    );
+    assert!(seen.contains("plugins loaded"), "{seen}");
+    assert!(dir.path().join("data/tradehost.db").exists());
+    assert!(dir.path().join("data/secrets/jwt_secret").exists());
+    assert!(dir.path().join("data/plugin-cache").is_dir());
+}

@@ -102,6 +102,8 @@ impl PluginRuntime {
         config.memory_init_cow(false);
         if let Some(dir) = cache_dir {
             std::fs::create_dir_all(dir)?;
+            // The cache wants an absolute path; the default data directory is relative.
+            let dir = std::path::absolute(dir)?;
             let mut cache = CacheConfig::new();
             cache.with_directory(dir);
             config.cache(Some(Cache::new(cache)?));
