@@ -64,7 +64,7 @@ pub mod plugins {
     use crate::auth::{ClientMeta, Principal};
     use crate::error::{ApiError, ApiResult, ErrorCode};
     use crate::plugins::registry::PluginSummary;
-    use crate::plugins::{Description, Manifest, PluginError};
+    use crate::plugins::{Description, Manifest};
     use crate::store::audit::{self, Actor};
 
     #[derive(Debug, Deserialize)]
@@ -177,10 +177,7 @@ pub mod plugins {
         version: &str,
     ) -> ApiResult<PluginSummary> {
         let before = summary(app, name)?.active_version;
-        app.plugins
-            .activate(name, version)
-            .await
-            .map_err(not_found_or_refused)?;
+        app.plugins.activate(name, version).await?;
         record(
             app,
             admin,
@@ -199,11 +196,7 @@ pub mod plugins {
         name: &str,
     ) -> ApiResult<PluginSummary> {
         let before = summary(app, name)?.active_version;
-        let active = app
-            .plugins
-            .rollback(name)
-            .await
-            .map_err(not_found_or_refused)?;
+        let active = app.plugins.rollback(name).await?;
         let version = active.plugin.manifest.version.clone();
         record(
             app,
@@ -238,10 +231,7 @@ pub mod plugins {
             };
             text.insert(key, value);
         }
-        app.plugins
-            .configure(name, text.clone())
-            .await
-            .map_err(not_found_or_refused)?;
+        app.plugins.configure(name, text.clone()).await?;
         record(
             app,
             admin,
@@ -251,11 +241,5 @@ pub mod plugins {
         )
         .await?;
         summary(app, name)
-    }
-
-    /// Unknown plugins and versions are `NOT_FOUND`; refusals (bad config, nothing to roll back
-    /// to) are `INVALID_REQUEST` with the reason.
-    fn not_found_or_refused(err: PluginError) -> ApiError {
-        ApiError::from(err)
     }
 }
