@@ -10,6 +10,7 @@ pub mod billing;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod mail;
 pub mod plugins;
 pub mod ratelimit;
@@ -49,6 +50,7 @@ pub struct AppInner {
     pub user_limits: UserLimits,
     pub mailer: Mailer,
     pub plugins: Arc<plugins::Registry>,
+    pub events: events::EventBus,
     /// The in-process limiter, kept concrete for its sweeper; `limiter` is what the code uses.
     memory_limiter: Option<Arc<InMemoryRateLimiter>>,
 }
@@ -72,6 +74,7 @@ impl App {
         let memory_limiter = Arc::new(InMemoryRateLimiter::default());
         Ok(Self(Arc::new(AppInner {
             plugins,
+            events: events::EventBus::default(),
             jwt: Jwt::new(&secrets.jwt_secret, config.access_token_ttl),
             passwords: Passwords::for_this_machine(),
             sessions: SessionCache::new(Duration::from_secs(10)),
@@ -87,6 +90,7 @@ impl App {
     fn sweep_caches(&self) {
         self.sessions.sweep();
         self.user_limits.sweep();
+        self.events.sweep();
         if let Some(limiter) = &self.memory_limiter {
             limiter.sweep(self.config.failed_login_window.max(ratelimit::MINUTE));
         }

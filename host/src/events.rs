@@ -1,0 +1,181 @@
+//! The event bus: what the engine announces after it has committed a change, fanned out to the
+//! WebSocket connections of the user it concerns.
+//!
+//! Each message is serialised once and shared (`Arc<str>`) by every socket that receives it.
+//! Per user there is one bounded broadcast channel: a socket that falls more than
+//! [`SOCKET_BACKLOG`] messages behind is told it lagged and is closed by the WebSocket layer, so
+//! a slow client never grows server memory. This bus is in-process; a bridge for several
+//! instances (Redis pub/sub or NATS) would publish into [`EventBus::deliver`] what other instances
+//! announce.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+/// How many undelivered messages a socket may have before it is disconnected.
+pub const SOCKET_BACKLOG: usize = 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    Positions,
+    Trades,
+    Alarms,
+    BotStatus,
+}
+
+impl Channel {
+    pub const ALL: [Channel; 4] = [
+        Channel::Positions,
+        Channel::Trades,
+        Channel::Alarms,
+        Channel::BotStatus,
+    ];
+
+    pub fn parse(name: &str) -> Option<Channel> {
+        Self::ALL
+            .into_iter()
+            .find(|channel| channel.as_str() == name)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Positions => "positions",
+            Channel::Trades => "trades",
+            Channel::Alarms => "alarms",
+            Channel::BotStatus => "bot_status",
+        }
+    }
+}
+
+/// One message for one user, already in its wire form `{type, channel, data}`.
+#[derive(Debug)]
+pub struct Event {
+    pub channel: Channel,
+    pub json: Arc<str>,
+}
+
+impl Event {
+    pub fn new(channel: Channel, kind: &str, data: &impl Serialize) -> Event {
+        #[derive(Serialize)]
+        struct Wire<'a, T> {
+            #[serde(rename = "type")]
+            kind: &'a str,
+            channel: &'a str,
+            data: &'a T,
+        }
+        let json = serde_json::to_string(&Wire {
+            kind,
+            channel: channel.as_str(),
+            data,
+        })
+        .expect("event data serialises");
+        Event {
+            channel,
+            json: json.into(),
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct EventBus {
+    users: RwLock<HashMap<String, broadcast::Sender<Arc<Event>>>>,
+}
+
+impl EventBus {
+    /// Announces an event to every connection of `user_id` (none listening: dropped).
+    pub fn publish(&self, user_id: &str, channel: Channel, kind: &str, data: &impl Serialize) {
+        let has_listeners = self
+            .users
+            .read()
+            .expect("event bus lock")
+            .get(user_id)
+            .is_some_and(|sender| sender.receiver_count() > 0);
+        if has_listeners {
+            self.deliver(user_id, Arc::new(Event::new(channel, kind, data)));
+        }
+    }
+
+    /// Announces the same event to every connected user (kill switch notices).
+    pub fn publish_to_all(&self, channel: Channel, kind: &str, data: &impl Serialize) {
+        let event = Arc::new(Event::new(channel, kind, data));
+        for sender in self.users.read().expect("event bus lock").values() {
+            let _ = sender.send(event.clone());
+        }
+    }
+
+    pub fn deliver(&self, user_id: &str, event: Arc<Event>) {
+        if let Some(sender) = self.users.read().expect("event bus lock").get(user_id) {
+            let _ = sender.send(event);
+        }
+    }
+
+    /// A receiver of everything announced to `user_id` from now on.
+    pub fn subscribe(&self, user_id: &str) -> broadcast::Receiver<Arc<Event>> {
+        if let Some(sender) = self.users.read().expect("event bus lock").get(user_id) {
+            return sender.subscribe();
+        }
+        let mut users = self.users.write().expect("event bus lock");
+        users
+            .entry(user_id.to_string())
+            .or_insert_with(|| broadcast::channel(SOCKET_BACKLOG).0)
+            .subscribe()
+    }
+
+    /// Forgets users nobody listens to any more (called by the cache sweeper).
+    pub fn sweep(&self) {
+        self.users
+            .write()
+            .expect("event bus lock")
+            .retain(|_, sender| sender.receiver_count() > 0);
+    }
+
+    pub fn connected_users(&self) -> usize {
+        self.users
+            .read()
+            .expect("event bus lock")
+            .values()
+            .filter(|sender| sender.receiver_count() > 0)
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_user_receives_only_their_events() {
+        let bus = EventBus::default();
+        let mut alice = bus.subscribe("alice");
+        let mut bob = bus.subscribe("bob");
+        bus.publish(
+            "alice",
+            Channel::Trades,
+            "trade_executed",
+            &serde_json::json!({"x": 1}),
+        );
+        let event = alice.recv().await.unwrap();
+        assert_eq!(event.channel, Channel::Trades);
+        assert_eq!(
+            &*event.json,
+            r#"{"type":"trade_executed","channel":"trades","data":{"x":1}}"#
+        );
+        assert!(bob.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn a_slow_receiver_lags_instead_of_growing() {
+        let bus = EventBus::default();
+        let mut slow = bus.subscribe("u");
+        for i in 0..SOCKET_BACKLOG + 10 {
+            bus.publish("u", Channel::Positions, "position_update", &i);
+        }
+        assert!(matches!(
+            slow.recv().await,
+            Err(broadcast::error::RecvError::Lagged(_))
+        ));
+    }
+}
