@@ -32,6 +32,7 @@ struct FileSettings {
     plugin_memory_mb: u64,
     plugin_fuel: u64,
     plugin_timeout_ms: u64,
+    ws_auth_timeout_ms: u64,
     smtp_url: Option<String>,
     mail_from: Option<String>,
     public_url: Option<String>,
@@ -55,6 +56,7 @@ impl Default for FileSettings {
             plugin_memory_mb: 64,
             plugin_fuel: 2_000_000_000,
             plugin_timeout_ms: 2000,
+            ws_auth_timeout_ms: 10_000,
             smtp_url: None,
             mail_from: None,
             public_url: None,
@@ -82,10 +84,20 @@ pub struct AppConfig {
     pub failed_login_limit: u32,
     pub failed_login_window: Duration,
     pub scan_interval: Duration,
+    /// How many bot scans run at once.
+    pub scan_parallelism: usize,
+    /// Starting cash of a new trading account (`TRADEHOST_INITIAL_CAPITAL`).
+    pub initial_capital: rust_decimal::Decimal,
+    /// Strategy plugin of a bot started without naming one.
+    pub default_strategy: String,
+    /// Pairs a bot trades when the start request names none.
+    pub default_pairs: Vec<String>,
     pub plugin_dir: Option<PathBuf>,
     /// Compiled plugin artifacts (default: `<data_dir>/plugin-cache`).
     pub plugin_cache_dir: PathBuf,
     pub plugin_limits: crate::plugins::Limits,
+    /// How long a new WebSocket connection has to send its `auth` message.
+    pub ws_auth_timeout: Duration,
     pub smtp_url: Option<String>,
     pub mail_from: String,
     /// Base URL used in links sent by mail (password reset).
@@ -186,8 +198,33 @@ impl AppConfig {
                  TRADEHOST_PLUGIN_TIMEOUT_MS 10-600000"
             );
         }
+        let ws_auth_timeout_ms: u64 =
+            parse_env(env, "TRADEHOST_WS_AUTH_TIMEOUT_MS")?.unwrap_or(file.ws_auth_timeout_ms);
+        if !(10..=600_000).contains(&ws_auth_timeout_ms) {
+            bail!("TRADEHOST_WS_AUTH_TIMEOUT_MS must be 10-600000, got {ws_auth_timeout_ms}");
+        }
         if file.refresh_token_days < 1 {
             bail!("refresh_token_days must be at least 1");
+        }
+
+        let scan_parallelism = parse_env(env, "TRADEHOST_SCAN_PARALLELISM")?
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() * 2));
+        if scan_parallelism == 0 {
+            bail!("TRADEHOST_SCAN_PARALLELISM must be at least 1");
+        }
+        let initial_capital: rust_decimal::Decimal = parse_env(env, "TRADEHOST_INITIAL_CAPITAL")?
+            .unwrap_or(rust_decimal::Decimal::from(10_000));
+        if initial_capital <= rust_decimal::Decimal::ZERO {
+            bail!("TRADEHOST_INITIAL_CAPITAL must be positive");
+        }
+        let default_pairs: Vec<String> = env("TRADEHOST_DEFAULT_PAIRS")
+            .unwrap_or_else(|| "BTC-USD,ETH-USD".to_string())
+            .split(',')
+            .map(|pair| pair.trim().to_uppercase())
+            .filter(|pair| !pair.is_empty())
+            .collect();
+        if default_pairs.is_empty() {
+            bail!("TRADEHOST_DEFAULT_PAIRS must name at least one pair");
         }
 
         let address = rocket_config.address.to_string();
@@ -216,6 +253,11 @@ impl AppConfig {
             failed_login_limit,
             failed_login_window: Duration::from_secs(file.failed_login_window_secs.max(1)),
             scan_interval: Duration::from_secs_f64(scan),
+            scan_parallelism,
+            initial_capital,
+            default_strategy: env("TRADEHOST_DEFAULT_STRATEGY")
+                .unwrap_or_else(|| "ema-cross".to_string()),
+            default_pairs,
             plugin_dir: env("TRADEHOST_PLUGIN_DIR")
                 .map(PathBuf::from)
                 .or(file.plugin_dir),
@@ -225,6 +267,7 @@ impl AppConfig {
                 fuel: plugin_fuel,
                 deadline: Duration::from_millis(plugin_timeout_ms),
             },
+            ws_auth_timeout: Duration::from_millis(ws_auth_timeout_ms),
             smtp_url: env("TRADEHOST_SMTP_URL").or(file.smtp_url),
             mail_from: env("TRADEHOST_MAIL_FROM")
                 .or(file.mail_from)

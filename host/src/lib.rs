@@ -7,8 +7,10 @@ pub mod admin;
 pub mod api;
 pub mod auth;
 pub mod billing;
+pub mod brokers;
 pub mod cli;
 pub mod config;
+pub mod engine;
 pub mod error;
 pub mod events;
 pub mod mail;
@@ -16,6 +18,7 @@ pub mod plugins;
 pub mod ratelimit;
 pub mod secrets;
 pub mod store;
+pub mod vault;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,6 +54,8 @@ pub struct AppInner {
     pub mailer: Mailer,
     pub plugins: Arc<plugins::Registry>,
     pub events: events::EventBus,
+    pub engine: engine::Engine,
+    pub vault: vault::Vault,
     /// The in-process limiter, kept concrete for its sweeper; `limiter` is what the code uses.
     memory_limiter: Option<Arc<InMemoryRateLimiter>>,
 }
@@ -75,6 +80,8 @@ impl App {
         Ok(Self(Arc::new(AppInner {
             plugins,
             events: events::EventBus::default(),
+            engine: engine::Engine::default(),
+            vault: vault::Vault::new(&secrets.vault_key),
             jwt: Jwt::new(&secrets.jwt_secret, config.access_token_ttl),
             passwords: Passwords::for_this_machine(),
             sessions: SessionCache::new(Duration::from_secs(10)),
@@ -96,10 +103,11 @@ impl App {
         }
     }
 
-    /// Background work of a running server: mail delivery and cache sweeping.
+    /// Background work of a running server: mail delivery, the bot scheduler and cache sweeping.
     fn spawn_background(&self) {
         let mail = self.clone();
         tokio::spawn(async move { mail.mailer.run(mail.db.clone()).await });
+        tokio::spawn(engine::run(self.clone()));
         let sweeper = self.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(60));

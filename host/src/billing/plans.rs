@@ -67,6 +67,46 @@ impl Tier {
     }
 }
 
+/// What a user's subscription grants right now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Entitlement {
+    pub tier: Tier,
+    pub trial_active: bool,
+    /// The tier whose limits apply (basic's during a free user's trial).
+    pub effective: Tier,
+}
+
+impl Entitlement {
+    pub fn of(user: &crate::store::users::UserRow, now_ms: i64) -> Entitlement {
+        let tier = Tier::parse(&user.subscription_tier).unwrap_or(Tier::Free);
+        let trial_active = user.trial_ends_at.is_some_and(|ends| ends > now_ms);
+        Entitlement {
+            tier,
+            trial_active,
+            effective: tier.effective(trial_active),
+        }
+    }
+
+    pub fn limits(&self) -> TierLimits {
+        self.effective.limits()
+    }
+
+    /// Live trading needs a paid tier or an active trial; paper trading is open to everyone.
+    pub fn allows_live_trading(&self) -> bool {
+        self.limits().live_trading
+    }
+
+    /// The largest position allowed. The free tier's 0 means "no live trading"; its paper
+    /// positions get basic's size so a free user can try the platform.
+    pub fn max_position_size_usd(&self, paper: bool) -> f64 {
+        match self.limits().max_position_size_usd {
+            size if size > 0.0 => size,
+            _ if paper => Tier::Basic.limits().max_position_size_usd,
+            _ => 0.0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

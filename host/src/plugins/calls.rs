@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::PluginKind;
-use super::bindings::broker::{AccountCheck, BrokerInfo, Credentials};
+use super::bindings::broker::{AccountCheck, Balance, BrokerInfo, Credentials};
 use super::bindings::risk_rule::{ProposedOrder, RiskContext};
 use super::bindings::strategy::{Evaluation, ScanContext};
 use super::bindings::types::{
@@ -211,6 +211,27 @@ impl PluginRuntime {
             pre.instantiate(&mut *store)?
                 .call_validate_credentials(&mut *store, creds)
         })
+    }
+
+    pub fn broker_balance(
+        &self,
+        active: &Active,
+        creds: &Credentials,
+    ) -> Result<Result<Balance, BrokerError>, PluginError> {
+        let Prepared::Broker(pre) = &active.plugin.prepared else {
+            return Err(wrong_kind(active, PluginKind::Broker));
+        };
+        let target = &active.target;
+        let result = self.call(target, pre, |store, pre| {
+            pre.instantiate(&mut *store)?
+                .call_balance(&mut *store, creds)
+        })?;
+        if let Ok(balance) = &result
+            && !(balance.cash.is_finite() && balance.equity.is_finite())
+        {
+            return Err(contract(target, "balance is not a finite number"));
+        }
+        Ok(result)
     }
 
     pub fn broker_candles(

@@ -5,10 +5,12 @@
 //! both backends accept; SQL that must differ branches on [`Backend`] in the module that needs it.
 
 pub mod audit;
+pub mod brokers;
 pub mod outbox;
 pub mod plugins;
 pub mod reset_tokens;
 pub mod sessions;
+pub mod trading;
 pub mod users;
 
 use std::str::FromStr;

@@ -1,11 +1,22 @@
 //! The platform API under `/api/v1`.
 
+pub mod account;
 pub mod admin;
 pub mod auth;
+pub mod config;
 pub mod plugins;
+pub mod trading;
 
 use rocket::Route;
 
 pub fn routes() -> Vec<Route> {
-    [auth::routes(), admin::routes(), plugins::routes()].concat()
+    [
+        auth::routes(),
+        admin::routes(),
+        plugins::routes(),
+        trading::routes(),
+        account::routes(),
+        config::routes(),
+    ]
+    .concat()
 }

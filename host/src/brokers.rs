@@ -1,0 +1,358 @@
+//! Broker connections: a user's exchange accounts (or the paper market), validated through the
+//! broker plugin and kept in the vault. Reads show only a masked key.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::App;
+use crate::auth::ClientMeta;
+use crate::auth::sessions::Principal;
+use crate::billing::plans::Entitlement;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::plugins::PluginKind;
+use crate::plugins::bindings::broker::Credentials;
+use crate::plugins::bindings::types::BrokerError;
+use crate::plugins::calls::Active;
+use crate::store::audit::{self, Actor};
+use crate::store::brokers::{self as rows, BrokerRow};
+use crate::store::{self, iso8601, new_id, now_ms, users};
+use crate::vault;
+
+/// Broker names the platform knows; whether one works depends on an installed broker plugin.
+pub const KNOWN_BROKERS: [&str; 6] = ["paper", "coinbase", "kraken", "binance", "okx", "alpaca"];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewConnection {
+    pub broker: String,
+    pub api_key: String,
+    pub api_secret: String,
+    #[serde(default)]
+    pub additional_params: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Connection {
+    pub broker_id: String,
+    pub name: String,
+    pub display_name: String,
+    pub status: String,
+    pub last_connected: Option<String>,
+    pub api_key_masked: String,
+    pub permissions: Vec<String>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Connections {
+    pub brokers: Vec<Connection>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Added {
+    pub broker_id: String,
+    pub message: String,
+    pub status: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Removed {
+    pub message: String,
+    pub open_positions: i64,
+    pub warning: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TestResult {
+    pub status: String,
+    pub latency_ms: u64,
+    pub permissions: Vec<String>,
+    pub account_balance: f64,
+}
+
+fn connection(row: BrokerRow) -> Connection {
+    Connection {
+        permissions: serde_json::from_str(&row.permissions).unwrap_or_default(),
+        broker_id: row.id,
+        name: row.name,
+        display_name: row.display_name,
+        status: row.status,
+        last_connected: row.last_connected_at.map(iso8601),
+        api_key_masked: row.api_key_masked,
+        created_at: iso8601(row.created_at),
+    }
+}
+
+/// The installed plugin behind a broker name, or `UNSUPPORTED_BROKER`.
+pub fn plugin(app: &App, name: &str) -> ApiResult<Arc<Active>> {
+    if !KNOWN_BROKERS.contains(&name)
+        && !app
+            .plugins
+            .names(PluginKind::Broker)
+            .iter()
+            .any(|n| n == name)
+    {
+        return Err(ApiError::new(
+            ErrorCode::UnsupportedBroker,
+            format!(
+                "Broker `{name}` is not supported; known brokers: {}",
+                KNOWN_BROKERS.join(", ")
+            ),
+        ));
+    }
+    app.plugins.active(PluginKind::Broker, name).map_err(|_| {
+        ApiError::new(
+            ErrorCode::UnsupportedBroker,
+            format!("Broker `{name}` is not available on this server (no broker plugin installed)"),
+        )
+    })
+}
+
+/// A broker's refusal as the API's error.
+pub fn broker_error(err: BrokerError) -> ApiError {
+    match err {
+        BrokerError::Auth(msg) => ApiError::new(
+            ErrorCode::InvalidApiKey,
+            format!("The broker rejected the credentials: {msg}"),
+        ),
+        BrokerError::RateLimited(ms) => ApiError::new(
+            ErrorCode::BrokerError,
+            format!("The broker is rate limiting; retry in {ms} ms"),
+        ),
+        BrokerError::Rejected(msg)
+        | BrokerError::InsufficientFunds(msg)
+        | BrokerError::Unavailable(msg)
+        | BrokerError::Unsupported(msg) => ApiError::new(
+            ErrorCode::BrokerError,
+            format!("The broker answered: {msg}"),
+        ),
+    }
+}
+
+/// Runs a blocking plugin call off the async workers.
+pub async fn blocking<T: Send + 'static>(
+    call: impl FnOnce() -> T + Send + 'static,
+) -> ApiResult<T> {
+    tokio::task::spawn_blocking(call)
+        .await
+        .map_err(|err| ApiError::internal(format!("plugin call task failed: {err}")))
+}
+
+async fn validate(
+    app: &App,
+    active: Arc<Active>,
+    credentials: Credentials,
+) -> ApiResult<(Vec<String>, u64)> {
+    let runtime = app.plugins.runtime().clone();
+    let started = Instant::now();
+    let answer = blocking(move || runtime.broker_validate(&active, &credentials)).await??;
+    let latency_ms = started.elapsed().as_millis() as u64;
+    let check = answer.map_err(broker_error)?;
+    Ok((check.permissions, latency_ms))
+}
+
+pub async fn list(app: &App, user: &Principal) -> ApiResult<Connections> {
+    let rows = rows::list(&app.db.pool, &user.user_id).await?;
+    Ok(Connections {
+        brokers: rows.into_iter().map(connection).collect(),
+    })
+}
+
+pub async fn add(
+    app: &App,
+    user: &Principal,
+    meta: &ClientMeta,
+    new: NewConnection,
+) -> ApiResult<Added> {
+    let name = new.broker.trim().to_lowercase();
+    let active = plugin(app, &name)?;
+    if new.api_key.trim().is_empty() || new.api_secret.trim().is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::InvalidApiKey,
+            "api_key and api_secret must not be empty",
+        ));
+    }
+    let params: Vec<(String, String)> = new
+        .additional_params
+        .iter()
+        .map(|(key, value)| {
+            (
+                key.clone(),
+                value
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| value.to_string()),
+            )
+        })
+        .collect();
+    let existing = rows::list(&app.db.pool, &user.user_id).await?;
+    if existing.iter().any(|row| row.name == name) {
+        return Err(ApiError::new(
+            ErrorCode::BrokerAlreadyConnected,
+            format!("Broker `{name}` is already connected; remove it first to change its keys"),
+        ));
+    }
+    let account = users::by_id(&app.db.pool, &user.user_id)
+        .await?
+        .ok_or_else(|| ApiError::code(ErrorCode::TokenInvalid))?;
+    let entitlement = Entitlement::of(&account, now_ms());
+    if let Some(limit) = entitlement.limits().max_exchange_connections
+        && existing.len() as u32 >= limit
+    {
+        return Err(ApiError::new(
+            ErrorCode::ExceedsTierLimit,
+            format!(
+                "Your {} plan allows {limit} exchange connection(s)",
+                entitlement.effective.as_str()
+            ),
+        )
+        .detail("limit", limit));
+    }
+    let credentials = Credentials {
+        api_key: new.api_key.clone(),
+        api_secret: new.api_secret.clone(),
+        params: params.clone(),
+    };
+    let (permissions, _) = validate(app, active.clone(), credentials).await?;
+    let now = now_ms();
+    let params_json = serde_json::to_string(&params.into_iter().collect::<BTreeMap<_, _>>())
+        .expect("params serialise");
+    let row = BrokerRow {
+        id: new_id(),
+        user_id: user.user_id.clone(),
+        name: name.clone(),
+        display_name: active.plugin.description.display_name.clone(),
+        status: "connected".into(),
+        api_key_sealed: app.vault.seal(&user.user_id, &new.api_key),
+        api_secret_sealed: app.vault.seal(&user.user_id, &new.api_secret),
+        api_key_masked: vault::mask(&new.api_key),
+        params_sealed: app.vault.seal(&user.user_id, &params_json),
+        permissions: serde_json::to_string(&permissions).expect("permissions serialise"),
+        last_connected_at: Some(now),
+        created_at: now,
+    };
+    let mut tx = app.db.pool.begin().await?;
+    if !rows::insert(&mut *tx, &row).await? {
+        return Err(ApiError::new(
+            ErrorCode::BrokerAlreadyConnected,
+            format!("Broker `{name}` is already connected"),
+        ));
+    }
+    audit::record(
+        &mut *tx,
+        "broker.connected",
+        &Actor {
+            user_id: Some(&user.user_id),
+            ip_address: meta.ip.as_deref(),
+            user_agent: meta.user_agent.as_deref(),
+        },
+        json!({"broker": name, "broker_id": row.id}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Added {
+        broker_id: row.id,
+        message: format!("Broker {} connected", row.display_name),
+        status: row.status,
+    })
+}
+
+pub async fn remove(
+    app: &App,
+    user: &Principal,
+    meta: &ClientMeta,
+    broker_id: &str,
+) -> ApiResult<Removed> {
+    let row = rows::by_id(&app.db.pool, &user.user_id, broker_id)
+        .await?
+        .ok_or_else(not_found)?;
+    if crate::engine::bot_uses_broker(app, &user.user_id, &row.name).await? {
+        return Err(ApiError::new(
+            ErrorCode::BrokerInUse,
+            format!(
+                "The bot is running on `{}`; stop it before removing the broker",
+                row.name
+            ),
+        ));
+    }
+    let open_positions =
+        store::trading::count_open_positions(&app.db.pool, &user.user_id, Some(&row.name)).await?;
+    let mut tx = app.db.pool.begin().await?;
+    rows::delete(&mut *tx, &user.user_id, broker_id).await?;
+    audit::record(
+        &mut *tx,
+        "broker.removed",
+        &Actor {
+            user_id: Some(&user.user_id),
+            ip_address: meta.ip.as_deref(),
+            user_agent: meta.user_agent.as_deref(),
+        },
+        json!({"broker": row.name, "broker_id": row.id}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Removed {
+        message: format!("Broker {} removed", row.display_name),
+        open_positions,
+        warning: (open_positions > 0).then(|| {
+            format!("{open_positions} position(s) on {} remain open; reconnect the broker to manage them", row.name)
+        }),
+    })
+}
+
+pub async fn test(app: &App, user: &Principal, broker_id: &str) -> ApiResult<TestResult> {
+    let row = rows::by_id(&app.db.pool, &user.user_id, broker_id)
+        .await?
+        .ok_or_else(not_found)?;
+    let active = plugin(app, &row.name)?;
+    let credentials = open_credentials(app, &row)?;
+    let (permissions, latency_ms) = validate(app, active.clone(), credentials.clone()).await?;
+    let runtime = app.plugins.runtime().clone();
+    let balance = blocking(move || runtime.broker_balance(&active, &credentials)).await??;
+    let account_balance = match balance {
+        Ok(balance) => balance.equity,
+        // The paper market keeps no accounts: the account is the one the platform keeps.
+        Err(BrokerError::Unsupported(_)) => {
+            crate::engine::account_equity(app, &user.user_id).await?
+        }
+        Err(err) => return Err(broker_error(err)),
+    };
+    rows::mark_connected(
+        &app.db.pool,
+        &row.id,
+        "connected",
+        &serde_json::to_string(&permissions).expect("permissions serialise"),
+        now_ms(),
+    )
+    .await?;
+    Ok(TestResult {
+        status: "connected".into(),
+        latency_ms,
+        permissions,
+        account_balance,
+    })
+}
+
+/// Opens a connection's sealed credentials.
+pub fn open_credentials(app: &App, row: &BrokerRow) -> ApiResult<Credentials> {
+    let open = |sealed: &str| {
+        app.vault.open(&row.user_id, sealed).map_err(|err| {
+            ApiError::internal(format!("broker {} of user {}: {err}", row.id, row.user_id))
+        })
+    };
+    let params: BTreeMap<String, String> =
+        serde_json::from_str(&open(&row.params_sealed)?).unwrap_or_default();
+    Ok(Credentials {
+        api_key: open(&row.api_key_sealed)?,
+        api_secret: open(&row.api_secret_sealed)?,
+        params: params.into_iter().collect(),
+    })
+}
+
+fn not_found() -> ApiError {
+    ApiError::new(ErrorCode::NotFound, "Broker connection not found")
+}

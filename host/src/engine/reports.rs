@@ -1,0 +1,481 @@
+//! Account data: balance, positions, trade history, performance and statistics, read from the
+//! user's committed state (the in-memory trader, loaded from the database).
+
+use rust_decimal::Decimal;
+use serde::Serialize;
+
+use super::accounting::{self, CompletedTrade, Position, float};
+use super::metrics::{self, ClosedTrade, EquityPoint, PerformanceMetrics};
+use super::{BotStatus, lock};
+use crate::App;
+use crate::api::query::{Page, Pagination};
+use crate::auth::sessions::Principal;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::store::trading::{self, TradeFilter};
+use crate::store::{iso8601, now_ms};
+
+/// A money figure for JSON: two decimals are not enough for crypto quantities, so 8.
+fn money(value: Decimal) -> f64 {
+    float(value.round_dp(8))
+}
+
+#[derive(Debug, Serialize)]
+pub struct Balance {
+    pub broker: Option<String>,
+    pub cash: f64,
+    pub equity: f64,
+    pub unrealized_pnl: f64,
+    pub realized_pnl: f64,
+    pub fees_paid: f64,
+    pub buying_power: f64,
+    pub initial_capital: f64,
+    pub currency: String,
+    pub last_updated: String,
+}
+
+pub async fn balance(app: &App, user: &Principal) -> ApiResult<Balance> {
+    let cell = app.engine.cell(&user.user_id);
+    let guard = lock(app, &cell).await?;
+    let trader = guard.as_ref().expect("loaded");
+    let account = &trader.account;
+    Ok(Balance {
+        broker: (!trader.bot.broker.is_empty()).then(|| trader.bot.broker.clone()),
+        cash: money(account.cash),
+        equity: money(trader.equity()),
+        unrealized_pnl: money(accounting::unrealized_pnl(&trader.positions)),
+        realized_pnl: money(account.realized_pnl),
+        fees_paid: money(account.fees_paid),
+        buying_power: money(accounting::buying_power(account, &trader.positions)),
+        initial_capital: money(account.initial_capital),
+        currency: account.currency.clone(),
+        last_updated: iso8601(trader.bot.last_scan_at.unwrap_or_else(now_ms)),
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct PositionView {
+    pub position_id: String,
+    pub symbol: String,
+    pub side: accounting::Side,
+    pub entry_price: f64,
+    pub current_price: f64,
+    pub size_usd: f64,
+    pub quantity: f64,
+    pub unrealized_pnl: f64,
+    pub unrealized_pnl_pct: f64,
+    pub stop_loss: Option<f64>,
+    pub take_profit: Option<f64>,
+    pub opened_at: String,
+    pub broker: String,
+}
+
+fn pct(part: Decimal, whole: Decimal) -> f64 {
+    if whole.is_zero() {
+        0.0
+    } else {
+        float((part / whole * Decimal::ONE_HUNDRED).round_dp(4))
+    }
+}
+
+pub fn position_view(p: &Position) -> PositionView {
+    PositionView {
+        position_id: p.id.clone(),
+        symbol: p.symbol.clone(),
+        side: p.side,
+        entry_price: money(p.entry_price),
+        current_price: money(p.current_price),
+        size_usd: money(p.cost_basis()),
+        quantity: money(p.quantity),
+        unrealized_pnl: money(p.unrealized_pnl()),
+        unrealized_pnl_pct: pct(p.unrealized_pnl(), p.cost_basis()),
+        stop_loss: p.stop_loss.map(money),
+        take_profit: p.take_profit.map(money),
+        opened_at: iso8601(p.opened_at_ms),
+        broker: p.broker.clone(),
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct PositionSummary {
+    pub total_positions: usize,
+    pub total_value_usd: f64,
+    pub total_unrealized_pnl: f64,
+    pub total_unrealized_pnl_pct: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Positions {
+    pub positions: Vec<PositionView>,
+    pub summary: PositionSummary,
+}
+
+pub async fn positions(
+    app: &App,
+    user: &Principal,
+    broker: Option<&str>,
+    symbol: Option<&str>,
+) -> ApiResult<Positions> {
+    let cell = app.engine.cell(&user.user_id);
+    let guard = lock(app, &cell).await?;
+    let trader = guard.as_ref().expect("loaded");
+    let symbol = symbol.map(str::to_uppercase);
+    let selected: Vec<&Position> = trader
+        .positions
+        .iter()
+        .filter(|p| broker.is_none_or(|b| p.broker == b))
+        .filter(|p| symbol.as_deref().is_none_or(|s| p.symbol == s))
+        .collect();
+    let value: Decimal = selected.iter().map(|p| p.market_value()).sum();
+    let basis: Decimal = selected.iter().map(|p| p.cost_basis()).sum();
+    let unrealized: Decimal = selected.iter().map(|p| p.unrealized_pnl()).sum();
+    Ok(Positions {
+        summary: PositionSummary {
+            total_positions: selected.len(),
+            total_value_usd: money(value),
+            total_unrealized_pnl: money(unrealized),
+            total_unrealized_pnl_pct: pct(unrealized, basis),
+        },
+        positions: selected.into_iter().map(position_view).collect(),
+    })
+}
+
+pub async fn position(app: &App, user: &Principal, position_id: &str) -> ApiResult<PositionView> {
+    let cell = app.engine.cell(&user.user_id);
+    let guard = lock(app, &cell).await?;
+    let trader = guard.as_ref().expect("loaded");
+    trader
+        .position(position_id)
+        .map(position_view)
+        .ok_or_else(|| ApiError::code(ErrorCode::PositionNotFound))
+}
+
+#[derive(Debug, Serialize)]
+pub struct TradeRecord {
+    pub trade_id: String,
+    pub position_id: String,
+    pub status: &'static str,
+    pub symbol: String,
+    pub side: accounting::Side,
+    pub entry_price: f64,
+    pub exit_price: Option<f64>,
+    pub size_usd: f64,
+    pub quantity: f64,
+    pub realized_pnl: Option<f64>,
+    pub realized_pnl_pct: Option<f64>,
+    pub gross_pnl: Option<f64>,
+    pub fees: f64,
+    pub opened_at: String,
+    pub closed_at: Option<String>,
+    pub duration_minutes: Option<i64>,
+    pub exit_reason: Option<String>,
+    pub broker: String,
+}
+
+pub fn trade_record(t: &CompletedTrade) -> TradeRecord {
+    TradeRecord {
+        trade_id: t.id.clone(),
+        position_id: t.position_id.clone(),
+        status: "closed",
+        symbol: t.symbol.clone(),
+        side: t.side,
+        entry_price: money(t.entry_price),
+        exit_price: Some(money(t.exit_price)),
+        size_usd: money(t.size_usd),
+        quantity: money(t.quantity),
+        realized_pnl: Some(money(t.net_pnl)),
+        realized_pnl_pct: Some(float(t.pnl_pct)),
+        gross_pnl: Some(money(t.gross_pnl)),
+        fees: money(t.fees),
+        opened_at: iso8601(t.opened_at_ms),
+        closed_at: Some(iso8601(t.closed_at_ms)),
+        duration_minutes: Some(t.duration_minutes),
+        exit_reason: Some(t.exit_reason.clone()),
+        broker: t.broker.clone(),
+    }
+}
+
+fn open_record(p: &Position) -> TradeRecord {
+    TradeRecord {
+        trade_id: p.id.clone(),
+        position_id: p.id.clone(),
+        status: "open",
+        symbol: p.symbol.clone(),
+        side: p.side,
+        entry_price: money(p.entry_price),
+        exit_price: None,
+        size_usd: money(p.cost_basis()),
+        quantity: money(p.quantity),
+        realized_pnl: None,
+        realized_pnl_pct: None,
+        gross_pnl: None,
+        fees: money(p.entry_fees),
+        opened_at: iso8601(p.opened_at_ms),
+        closed_at: None,
+        duration_minutes: None,
+        exit_reason: None,
+        broker: p.broker.clone(),
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct History {
+    pub trades: Vec<TradeRecord>,
+    pub pagination: Pagination,
+}
+
+/// Trade history: completed trades (`closed`), open positions (`open`), or both when no status
+/// is given (open ones first). Orders the broker refused are not trades; `cancelled` is empty.
+pub async fn history(
+    app: &App,
+    user: &Principal,
+    filter: &TradeFilter,
+    status: Option<&str>,
+    page: Page,
+) -> ApiResult<History> {
+    let (want_open, want_closed) = match status {
+        None => (true, true),
+        Some("open") => (true, false),
+        Some("closed") => (false, true),
+        Some("cancelled") => (false, false),
+        Some(other) => {
+            return Err(ApiError::invalid_field(
+                "status",
+                format!("`{other}` is not one of open, closed, cancelled"),
+            ));
+        }
+    };
+    let open: Vec<TradeRecord> = if want_open {
+        let cell = app.engine.cell(&user.user_id);
+        let guard = lock(app, &cell).await?;
+        let trader = guard.as_ref().expect("loaded");
+        let mut open: Vec<&Position> = trader
+            .positions
+            .iter()
+            .filter(|p| filter.symbol.as_deref().is_none_or(|s| p.symbol == s))
+            .filter(|p| filter.from_ms.is_none_or(|from| p.opened_at_ms >= from))
+            .filter(|p| filter.until_ms.is_none_or(|until| p.opened_at_ms <= until))
+            .collect();
+        open.sort_by_key(|p| std::cmp::Reverse(p.opened_at_ms));
+        open.into_iter().map(open_record).collect()
+    } else {
+        Vec::new()
+    };
+    let open_count = open.len() as i64;
+    let offset = page.offset();
+    let mut trades: Vec<TradeRecord> = open
+        .into_iter()
+        .skip(offset as usize)
+        .take(page.per_page as usize)
+        .collect();
+    let mut total = open_count;
+    if want_closed {
+        let closed_offset = (offset - open_count).max(0);
+        let room = page.per_page - trades.len() as i64;
+        let (closed, closed_total) =
+            trading::trades(&app.db, &user.user_id, filter, room.max(0), closed_offset).await?;
+        trades.extend(closed.iter().map(trade_record));
+        total += closed_total;
+    }
+    Ok(History {
+        trades,
+        pagination: page.info(total),
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Period {
+    Days7,
+    Days30,
+    Days90,
+    Year,
+    All,
+}
+
+impl Period {
+    pub fn parse(raw: Option<&str>) -> ApiResult<Period> {
+        match raw.unwrap_or("30d") {
+            "7d" => Ok(Period::Days7),
+            "30d" => Ok(Period::Days30),
+            "90d" => Ok(Period::Days90),
+            "1y" => Ok(Period::Year),
+            "all" => Ok(Period::All),
+            other => Err(ApiError::invalid_field(
+                "period",
+                format!("`{other}` is not one of 7d, 30d, 90d, 1y, all"),
+            )),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Period::Days7 => "7d",
+            Period::Days30 => "30d",
+            Period::Days90 => "90d",
+            Period::Year => "1y",
+            Period::All => "all",
+        }
+    }
+
+    pub fn since(self, now: i64) -> i64 {
+        let days = match self {
+            Period::Days7 => 7,
+            Period::Days30 => 30,
+            Period::Days90 => 90,
+            Period::Year => 365,
+            Period::All => return 0,
+        };
+        now - days * super::trader::DAY_MS
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct DatedValue {
+    pub date: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pnl: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub equity: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Performance {
+    pub period: &'static str,
+    pub metrics: PerformanceMetrics,
+    pub daily_pnl: Vec<DatedValue>,
+    pub equity_curve: Vec<DatedValue>,
+}
+
+pub fn closed_trade(t: &CompletedTrade) -> ClosedTrade {
+    ClosedTrade {
+        net_pnl: float(t.net_pnl),
+        gross_pnl: float(t.gross_pnl),
+        fees: float(t.fees),
+        size_usd: float(t.size_usd),
+        opened_at_ms: t.opened_at_ms,
+        closed_at_ms: t.closed_at_ms,
+    }
+}
+
+/// Trades and the equity series of a period, with the current equity as the last point.
+pub async fn series(
+    app: &App,
+    user_id: &str,
+    since: i64,
+) -> ApiResult<(Vec<CompletedTrade>, Vec<EquityPoint>, f64)> {
+    let cell = app.engine.cell(user_id);
+    let (current, initial) = {
+        let guard = lock(app, &cell).await?;
+        let trader = guard.as_ref().expect("loaded");
+        (
+            float(trader.equity()),
+            float(trader.account.initial_capital),
+        )
+    };
+    let trades = trading::trades_since(&app.db.pool, user_id, since).await?;
+    let mut equity: Vec<EquityPoint> = trading::equity_since(&app.db.pool, user_id, since)
+        .await?
+        .into_iter()
+        .map(|(at_ms, equity)| EquityPoint {
+            at_ms,
+            equity: float(equity),
+        })
+        .collect();
+    if equity.is_empty() {
+        equity.push(EquityPoint {
+            at_ms: since.max(0),
+            equity: initial,
+        });
+    }
+    equity.push(EquityPoint {
+        at_ms: now_ms(),
+        equity: current,
+    });
+    Ok((trades, equity, initial))
+}
+
+pub async fn performance(app: &App, user: &Principal, period: Period) -> ApiResult<Performance> {
+    let (trades, equity, initial) = series(app, &user.user_id, period.since(now_ms())).await?;
+    let closed: Vec<ClosedTrade> = trades.iter().map(closed_trade).collect();
+    let metrics = metrics::performance(&closed, &equity, initial);
+    Ok(Performance {
+        period: period.as_str(),
+        daily_pnl: metrics::daily_pnl(&closed)
+            .into_iter()
+            .map(|(date, pnl)| DatedValue {
+                date: date.to_string(),
+                pnl: Some(metrics::finite(pnl)),
+                equity: None,
+            })
+            .collect(),
+        equity_curve: metrics::daily_close(&equity)
+            .into_iter()
+            .map(|(date, equity)| DatedValue {
+                date: date.to_string(),
+                pnl: None,
+                equity: Some(metrics::finite(equity)),
+            })
+            .collect(),
+        metrics,
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct Stats {
+    pub account: serde_json::Value,
+    pub trading: serde_json::Value,
+    pub risk: serde_json::Value,
+}
+
+pub async fn stats(app: &App, user: &Principal) -> ApiResult<Stats> {
+    let user_row = crate::store::users::by_id(&app.db.pool, &user.user_id)
+        .await?
+        .ok_or_else(|| ApiError::code(ErrorCode::TokenInvalid))?;
+    let (trades, equity, initial) = series(app, &user.user_id, 0).await?;
+    let closed: Vec<ClosedTrade> = trades.iter().map(closed_trade).collect();
+    let volume: Decimal = trades
+        .iter()
+        .map(|t| t.size_usd + t.exit_price * t.quantity)
+        .sum();
+    let fees: Decimal = trades.iter().map(|t| t.fees).sum();
+    let now = now_ms();
+    let cell = app.engine.cell(&user.user_id);
+    let guard = lock(app, &cell).await?;
+    let trader = guard.as_ref().expect("loaded");
+    let current = float(trader.equity());
+    let high = equity.iter().map(|p| p.equity).fold(initial, f64::max);
+    let low = equity.iter().map(|p| p.equity).fold(initial, f64::min);
+    let streak = metrics::current_streak(&closed);
+    let limits = trader.entitlement.limits();
+    let exposure = float(accounting::exposure(&trader.positions));
+    Ok(Stats {
+        account: serde_json::json!({
+            "user_id": user.user_id,
+            "subscription_tier": user_row.subscription_tier,
+            "account_age_days": (now - user_row.created_at).max(0) / super::trader::DAY_MS,
+            "total_deposits": initial,
+            "total_withdrawals": 0.0,
+            "current_balance": current,
+            "all_time_high": high,
+            "all_time_low": low,
+        }),
+        trading: serde_json::json!({
+            "total_trades_all_time": trades.len(),
+            "total_volume_usd": money(volume),
+            "total_fees_paid": money(fees + trader.positions.iter().map(|p| p.entry_fees).sum::<Decimal>()),
+            "best_month": metrics::best_month(&closed, &equity, initial),
+            "current_streak": {
+                "type": streak.kind,
+                "count": streak.count,
+                "started": streak.started_ms.map(iso8601),
+            },
+        }),
+        risk: serde_json::json!({
+            "current_risk_level": trader.bot.risk_profile,
+            "max_position_size_usd": trader.entitlement.max_position_size_usd(trader.bot.paper_trading != 0),
+            "max_positions": limits.max_positions,
+            "current_leverage": if current > 0.0 { metrics::finite(exposure / current) } else { 0.0 },
+            "available_leverage": 1.0,
+            "bot_status": BotStatus::parse(&trader.bot.status),
+        }),
+    })
+}

@@ -1,0 +1,212 @@
+//! The scheduler: each tick takes the bots that are due, fetches the market data they need once
+//! per (broker, symbol, interval), runs their scans with bounded parallelism, and writes the
+//! tick's equity snapshots and bot rows in one transaction.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::scan::{self, CANDLE_HISTORY, Market, MarketKey};
+use super::{BotStatus, Cell, IDLE, MAX_RETRIES, lock, publish_status};
+use crate::App;
+use crate::plugins::PluginKind;
+use crate::store::now_ms;
+use crate::store::trading::{self, BotRow, Snapshot};
+
+/// How often a bot's scan progress (sequence, strategy state) is written while nothing else changes.
+const PROGRESS_EVERY_MS: i64 = 10_000;
+
+/// Runs forever; spawned once at liftoff.
+pub async fn run(app: App) {
+    match super::resume_all(&app).await {
+        Ok(0) => {}
+        Ok(count) => tracing::info!("resuming {count} bot(s)"),
+        Err(err) => tracing::error!(error = %err, "cannot resume bots"),
+    }
+    loop {
+        let now = now_ms();
+        let due: Vec<Arc<Cell>> = app
+            .engine
+            .cells
+            .iter()
+            .filter(|cell| cell.next_scan_at.load(Ordering::Acquire) <= now)
+            .map(|cell| cell.clone())
+            .collect();
+        if due.is_empty() {
+            let next = app
+                .engine
+                .cells
+                .iter()
+                .map(|cell| cell.next_scan_at.load(Ordering::Acquire))
+                .min()
+                .unwrap_or(IDLE);
+            let wait = next.saturating_sub(now).clamp(2, 1000) as u64;
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(wait)) => {}
+                _ = app.engine.wake.notified() => {}
+            }
+            continue;
+        }
+        tick(&app, due).await;
+    }
+}
+
+/// One tick over the due bots. Public for the benchmark.
+pub async fn tick(app: &App, due: Vec<Arc<Cell>>) {
+    let market = fetch_market(app, &due).await;
+    let market = Arc::new(market);
+    let permits = Arc::new(Semaphore::new(app.config.scan_parallelism));
+    let mut scans = JoinSet::new();
+    for cell in due {
+        let app = app.clone();
+        let market = market.clone();
+        let permits = permits.clone();
+        scans.spawn(async move {
+            let _permit = permits.acquire_owned().await.expect("semaphore open");
+            scan_one(&app, &cell, &market).await
+        });
+    }
+    let mut snapshots: Vec<Snapshot> = Vec::new();
+    let mut bots: Vec<BotRow> = Vec::new();
+    while let Some(result) = scans.join_next().await {
+        match result {
+            Ok((snapshot, bot)) => {
+                snapshots.extend(snapshot);
+                bots.extend(bot);
+            }
+            Err(err) => tracing::error!(error = %err, "a scan task panicked"),
+        }
+    }
+    if let Err(err) = write_batch(app, &snapshots, &bots).await {
+        tracing::error!(error = %err, "writing the tick's snapshots failed");
+    }
+}
+
+async fn write_batch(app: &App, snapshots: &[Snapshot], bots: &[BotRow]) -> sqlx::Result<()> {
+    if snapshots.is_empty() && bots.is_empty() {
+        return Ok(());
+    }
+    let now = now_ms();
+    let mut tx = app.db.pool.begin().await?;
+    for snapshot in snapshots {
+        trading::insert_snapshot(&mut *tx, snapshot).await?;
+    }
+    for bot in bots {
+        trading::record_scan(&mut *tx, bot, now).await?;
+    }
+    tx.commit().await
+}
+
+/// Candles for every (broker, symbol, interval) the due bots trade, one plugin call each.
+async fn fetch_market(app: &App, due: &[Arc<Cell>]) -> Market {
+    let mut keys: HashSet<MarketKey> = HashSet::new();
+    for cell in due {
+        let Ok(guard) = lock(app, cell).await else {
+            continue;
+        };
+        let Some(trader) = guard.as_ref() else {
+            continue;
+        };
+        if !trader.status().is_scanned() || trader.bot.broker.is_empty() {
+            continue;
+        }
+        let interval = scan::strategy_interval(app, &trader.bot.strategy);
+        for symbol in trader.symbols() {
+            keys.insert(MarketKey {
+                broker: trader.bot.broker.clone(),
+                symbol,
+                interval: interval.clone(),
+            });
+        }
+    }
+    let now = now_ms();
+    let mut fetches = JoinSet::new();
+    for key in keys {
+        let runtime = app.plugins.runtime().clone();
+        let active = app.plugins.active(PluginKind::Broker, &key.broker);
+        fetches.spawn_blocking(move || {
+            let candles = match active {
+                Err(err) => Err(err.to_string()),
+                Ok(active) => match runtime.broker_candles(
+                    &active,
+                    &key.symbol,
+                    &key.interval,
+                    CANDLE_HISTORY,
+                    now,
+                ) {
+                    Ok(Ok(candles)) => Ok(Arc::new(candles)),
+                    Ok(Err(err)) => Err(format!("broker: {err:?}")),
+                    Err(err) => Err(err.to_string()),
+                },
+            };
+            (key, candles)
+        });
+    }
+    let mut market = Market::new();
+    while let Some(result) = fetches.join_next().await {
+        if let Ok((key, candles)) = result {
+            market.insert(key, candles);
+        }
+    }
+    market
+}
+
+/// Scans one bot and schedules its next scan: one interval on, or a doubling backoff after a
+/// failure, or `error` once the retries are used up.
+async fn scan_one(app: &App, cell: &Cell, market: &Market) -> (Option<Snapshot>, Option<BotRow>) {
+    let interval_ms = app.config.scan_interval.as_millis() as i64;
+    let Ok(mut guard) = lock(app, cell).await else {
+        app.engine.schedule(cell, now_ms() + interval_ms);
+        return (None, None);
+    };
+    let trader = guard.as_mut().expect("loaded");
+    if !trader.status().is_scanned() {
+        cell.next_scan_at.store(IDLE, Ordering::Release);
+        return (None, None);
+    }
+    match scan::scan(app, trader, market).await {
+        Ok(outcome) => {
+            let next = if trader.status().is_scanned() {
+                now_ms() + interval_ms
+            } else {
+                IDLE
+            };
+            cell.next_scan_at.store(next, Ordering::Release);
+            if outcome.status_changed
+                && let Err(err) = super::persist(app, trader).await
+            {
+                tracing::error!(user_id = %trader.user_id, error = %err, "saving the bot failed");
+            }
+            let bot = (now_ms() - trader.last_persisted_at >= PROGRESS_EVERY_MS).then(|| {
+                trader.last_persisted_at = now_ms();
+                trader.bot.clone()
+            });
+            (outcome.snapshot, bot)
+        }
+        Err(reason) => {
+            trader.failures += 1;
+            tracing::warn!(user_id = %trader.user_id, failures = trader.failures, %reason, "scan failed");
+            if trader.failures > MAX_RETRIES {
+                trader.bot.status = BotStatus::Error.as_str().into();
+                trader.bot.last_error = Some(format!("{reason} (after {MAX_RETRIES} retries)"));
+                trader.credentials = None;
+                cell.next_scan_at.store(IDLE, Ordering::Release);
+                publish_status(app, trader, "Bot stopped on an error");
+                if let Err(err) = super::persist(app, trader).await {
+                    tracing::error!(user_id = %trader.user_id, error = %err, "saving the bot failed");
+                }
+                return (None, None);
+            }
+            let backoff = interval_ms
+                .saturating_mul(1 << trader.failures.min(10))
+                .min(300_000);
+            cell.next_scan_at
+                .store(now_ms() + backoff, Ordering::Release);
+            (None, None)
+        }
+    }
+}

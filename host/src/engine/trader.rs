@@ -1,0 +1,203 @@
+//! A user's trading state in memory: bot, account, open positions, running statistics and
+//! alarms. It is loaded from the database on first use and changed only after the database
+//! has committed the change, so it never runs ahead of what survives a crash.
+
+use std::collections::HashMap;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use rust_decimal::Decimal;
+
+use super::BotStatus;
+use super::accounting::{self, Account, CompletedTrade, Position};
+use crate::App;
+use crate::billing::plans::Entitlement;
+use crate::error::{ApiError, ApiResult};
+use crate::plugins::bindings::broker::Credentials;
+use crate::store::trading::{self, AlarmRow, BotRow};
+use crate::store::{new_id, now_ms, users};
+
+pub const DAY_MS: i64 = 86_400_000;
+
+/// Figures kept up to date as trades close, for KPI snapshots and risk checks.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub total: u32,
+    pub wins: u32,
+    pub losses: u32,
+    pub consecutive_losses: u32,
+    pub gross_wins: f64,
+    pub gross_losses: f64,
+    /// UTC day number the daily figures are for.
+    pub day: i64,
+    pub opens_today: u32,
+    pub day_start_equity: Decimal,
+    pub peak_equity: Decimal,
+    pub max_drawdown_pct: f64,
+    /// Equity at the end of each recent UTC day (for the Sharpe ratio), oldest first.
+    pub daily_closes: Vec<(i64, f64)>,
+}
+
+impl Stats {
+    pub fn record(&mut self, trade: &CompletedTrade) {
+        let net = accounting::float(trade.net_pnl);
+        self.total += 1;
+        if net > 0.0 {
+            self.wins += 1;
+            self.gross_wins += net;
+            self.consecutive_losses = 0;
+        } else if net < 0.0 {
+            self.losses += 1;
+            self.gross_losses += -net;
+            self.consecutive_losses += 1;
+        } else {
+            self.consecutive_losses = 0;
+        }
+    }
+
+    /// Rolls the daily figures over at UTC midnight and follows the equity peak.
+    pub fn observe(&mut self, now: i64, equity: Decimal) {
+        let day = now.div_euclid(DAY_MS);
+        if day != self.day {
+            if self.day != 0 {
+                // The first equity seen on a new day closes the day before.
+                self.daily_closes
+                    .push((self.day, accounting::float(equity)));
+                if self.daily_closes.len() > 400 {
+                    self.daily_closes.remove(0);
+                }
+            }
+            self.day = day;
+            self.opens_today = 0;
+            self.day_start_equity = equity;
+        }
+        self.peak_equity = self.peak_equity.max(equity);
+        let drawdown = self.drawdown_pct(equity);
+        self.max_drawdown_pct = self.max_drawdown_pct.max(drawdown);
+    }
+
+    /// How far below the peak equity is, in percent (a positive number).
+    pub fn drawdown_pct(&self, equity: Decimal) -> f64 {
+        if self.peak_equity <= Decimal::ZERO {
+            return 0.0;
+        }
+        (accounting::float((self.peak_equity - equity) / self.peak_equity) * 100.0).max(0.0)
+    }
+}
+
+pub struct Trader {
+    pub user_id: String,
+    pub bot: BotRow,
+    pub account: Account,
+    pub positions: Vec<Position>,
+    pub entitlement: Entitlement,
+    /// The bot's broker credentials, opened from the vault when the bot starts.
+    pub credentials: Option<Credentials>,
+    pub stats: Stats,
+    pub active_alarms: HashMap<String, AlarmRow>,
+    pub last_raised: HashMap<String, i64>,
+    /// Consecutive failed scans (for backoff, then the error state).
+    pub failures: u32,
+    /// Orders left pending by an interrupted scan are re-sent before anything new.
+    pub reconcile: bool,
+    pub last_snapshot_at: i64,
+    pub last_persisted_at: i64,
+}
+
+impl Trader {
+    pub async fn load(app: &App, user_id: &str) -> ApiResult<Trader> {
+        let db = &app.db.pool;
+        let now = now_ms();
+        let user = users::by_id(db, user_id)
+            .await?
+            .ok_or_else(|| ApiError::internal(format!("trader for unknown user {user_id}")))?;
+        let account = match trading::account(db, user_id).await? {
+            Some(account) => account,
+            None => {
+                let account = Account::new(app.config.initial_capital, "USD");
+                trading::insert_account(db, user_id, &account, now).await?;
+                trading::account(db, user_id).await?.unwrap_or(account)
+            }
+        };
+        let positions = trading::open_positions(db, user_id).await?;
+        let bot = match trading::bot(db, user_id).await? {
+            Some(bot) => bot,
+            None => BotRow {
+                user_id: user_id.to_string(),
+                id: new_id(),
+                status: BotStatus::Stopped.as_str().into(),
+                broker: String::new(),
+                paper_trading: 1,
+                risk_profile: "medium".into(),
+                strategy: app.config.default_strategy.clone(),
+                symbols: "[]".into(),
+                started_at: None,
+                last_scan_at: None,
+                scan_seq: 0,
+                strategy_state: String::new(),
+                last_error: None,
+            },
+        };
+        let mut stats = Stats::default();
+        for trade in trading::trades_since(db, user_id, 0).await? {
+            stats.record(&trade);
+        }
+        let equity = accounting::equity(&account, &positions);
+        stats.observe(now, equity);
+        stats.peak_equity = stats.peak_equity.max(account.initial_capital);
+        let day_start = now.div_euclid(DAY_MS) * DAY_MS;
+        stats.opens_today = trading::count_opens_since(db, user_id, day_start).await? as u32;
+        let active_alarms = trading::active_alarms(db, user_id)
+            .await?
+            .into_iter()
+            .map(|alarm| (alarm.alarm_type.clone(), alarm))
+            .collect();
+        let last_raised = trading::last_raised(db, user_id)
+            .await?
+            .into_iter()
+            .collect();
+        Ok(Trader {
+            user_id: user_id.to_string(),
+            entitlement: Entitlement::of(&user, now),
+            bot,
+            account,
+            positions,
+            credentials: None,
+            stats,
+            active_alarms,
+            last_raised,
+            failures: 0,
+            reconcile: true,
+            last_snapshot_at: 0,
+            last_persisted_at: 0,
+        })
+    }
+
+    pub fn status(&self) -> BotStatus {
+        BotStatus::parse(&self.bot.status)
+    }
+
+    pub fn equity(&self) -> Decimal {
+        accounting::equity(&self.account, &self.positions)
+    }
+
+    pub fn symbols(&self) -> Vec<String> {
+        serde_json::from_str(&self.bot.symbols).unwrap_or_default()
+    }
+
+    pub fn strategy_state(&self) -> Vec<u8> {
+        BASE64.decode(&self.bot.strategy_state).unwrap_or_default()
+    }
+
+    pub fn set_strategy_state(&mut self, state: &[u8]) {
+        self.bot.strategy_state = BASE64.encode(state);
+    }
+
+    pub fn position(&self, id: &str) -> Option<&Position> {
+        self.positions.iter().find(|p| p.id == id)
+    }
+
+    pub fn daily_pnl(&self) -> Decimal {
+        self.equity() - self.stats.day_start_equity
+    }
+}

@@ -1,0 +1,129 @@
+//! The `broker_connections` table. Secrets are stored sealed by the vault, never in clear.
+
+/// A query assembled from this module's column-list constants (never from input).
+macro_rules! sql {
+    ($($arg:tt)*) => {
+        sqlx::AssertSqlSafe(format!($($arg)*))
+    };
+}
+
+use sqlx::{Any, Executor, FromRow};
+
+#[derive(Debug, Clone, FromRow)]
+pub struct BrokerRow {
+    pub id: String,
+    pub user_id: String,
+    pub name: String,
+    pub display_name: String,
+    pub status: String,
+    pub api_key_sealed: String,
+    pub api_secret_sealed: String,
+    pub api_key_masked: String,
+    /// Sealed JSON object of extra connection parameters.
+    pub params_sealed: String,
+    /// JSON array of strings.
+    pub permissions: String,
+    pub last_connected_at: Option<i64>,
+    pub created_at: i64,
+}
+
+const COLUMNS: &str = "id, user_id, name, display_name, status, api_key_sealed, api_secret_sealed, \
+                       api_key_masked, params_sealed, permissions, last_connected_at, created_at";
+
+/// Inserts a connection; `Ok(false)` when the user already has one for this broker.
+pub async fn insert<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    row: &BrokerRow,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query(sql!(
+        "INSERT INTO broker_connections ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         ON CONFLICT (user_id, name) DO NOTHING"
+    ))
+    .bind(&row.id)
+    .bind(&row.user_id)
+    .bind(&row.name)
+    .bind(&row.display_name)
+    .bind(&row.status)
+    .bind(&row.api_key_sealed)
+    .bind(&row.api_secret_sealed)
+    .bind(&row.api_key_masked)
+    .bind(&row.params_sealed)
+    .bind(&row.permissions)
+    .bind(row.last_connected_at)
+    .bind(row.created_at)
+    .execute(exec)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+pub async fn list<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+) -> sqlx::Result<Vec<BrokerRow>> {
+    sqlx::query_as(sql!(
+        "SELECT {COLUMNS} FROM broker_connections WHERE user_id = $1 ORDER BY created_at, id"
+    ))
+    .bind(user_id)
+    .fetch_all(exec)
+    .await
+}
+
+pub async fn by_id<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    id: &str,
+) -> sqlx::Result<Option<BrokerRow>> {
+    sqlx::query_as(sql!(
+        "SELECT {COLUMNS} FROM broker_connections WHERE user_id = $1 AND id = $2"
+    ))
+    .bind(user_id)
+    .bind(id)
+    .fetch_optional(exec)
+    .await
+}
+
+pub async fn by_name<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    name: &str,
+) -> sqlx::Result<Option<BrokerRow>> {
+    sqlx::query_as(sql!(
+        "SELECT {COLUMNS} FROM broker_connections WHERE user_id = $1 AND name = $2"
+    ))
+    .bind(user_id)
+    .bind(name)
+    .fetch_optional(exec)
+    .await
+}
+
+pub async fn delete<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    id: &str,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query("DELETE FROM broker_connections WHERE user_id = $1 AND id = $2")
+        .bind(user_id)
+        .bind(id)
+        .execute(exec)
+        .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+pub async fn mark_connected<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    id: &str,
+    status: &str,
+    permissions: &str,
+    at: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE broker_connections SET status = $2, permissions = $3, last_connected_at = $4 WHERE id = $1",
+    )
+    .bind(id)
+    .bind(status)
+    .bind(permissions)
+    .bind(at)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
