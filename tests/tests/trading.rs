@@ -1,0 +1,668 @@
+//! The trading engine end to end: a user connects the paper broker, starts a bot, it trades on a
+//! fast simulated market, and positions, history, ledger, balance, performance and the WebSocket
+//! stream all tell the same story; stops, emergency stops, and a server killed mid-trading.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tradehost_blackbox::{PASSWORD, Server, email};
+
+/// A market fast enough that crossovers happen within a few 100 ms scans.
+async fn trading_server() -> Server {
+    let server = Server::options()
+        .env("TRADEHOST_SCAN_INTERVAL", "0.1")
+        // The tests poll; the tier's per-minute budget is not what they test.
+        .env("TRADEHOST_API_RATE_MULTIPLIER", "100")
+        .start()
+        .await;
+    let admin = server.admin_token().await;
+    server
+        .put(
+            "/api/v1/admin/plugins/paper/config",
+            Some(&admin),
+            json!({"config": {"speed": "3000", "seed": "7"}}),
+        )
+        .await
+        .expect(200);
+    // Small, frequent entries with tight exits so trades open and close quickly.
+    server
+        .put(
+            "/api/v1/admin/plugins/ema-cross/config",
+            Some(&admin),
+            json!({"config": {"fast_period": "3", "slow_period": "8", "stop_loss_pct": "0.3", "take_profit_pct": "0.4"}}),
+        )
+        .await
+        .expect(200);
+    server
+}
+
+async fn connect_paper(server: &Server, token: &str) -> String {
+    let reply = server
+        .post(
+            "/api/v1/config/brokers",
+            Some(token),
+            json!({"broker": "paper", "api_key": "paper-key-1234", "api_secret": "paper-secret"}),
+        )
+        .await;
+    reply.expect(201);
+    reply.data()["broker_id"].as_str().unwrap().to_string()
+}
+
+fn num(value: &Value) -> f64 {
+    value
+        .as_f64()
+        .unwrap_or_else(|| panic!("not a number: {value}"))
+}
+
+/// Polls until `check` passes on the JSON of `path` or the deadline passes.
+async fn wait_for(
+    server: &Server,
+    token: &str,
+    path: &str,
+    secs: u64,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let reply = server.get(path, Some(token)).await;
+        reply.expect(200);
+        if check(reply.data()) {
+            return reply.data().clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting on {path}: {}",
+            reply.data()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The ledger's story must match the account: cash = initial + Σ signed cash flows, open
+/// quantities = Σ ledger rows per position, and no client order id twice.
+async fn assert_books_balance(server: &Server, user_id: &str) {
+    let initial: f64 = server
+        .scalar(&format!(
+            "SELECT initial_capital FROM trading_accounts WHERE user_id = '{user_id}'"
+        ))
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    let cash: f64 = server
+        .scalar(&format!(
+            "SELECT cash FROM trading_accounts WHERE user_id = '{user_id}'"
+        ))
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    let db = server.db().await;
+    let rows: Vec<(String, String, String, String, String, String)> = sqlx::query_as(
+        "SELECT position_id, side, action, quantity, notional, fee FROM ledger WHERE user_id = $1 ORDER BY created_at, id",
+    )
+    .bind(user_id)
+    .fetch_all(db)
+    .await
+    .unwrap();
+    let mut flow = 0.0;
+    let mut quantities: HashMap<String, f64> = HashMap::new();
+    for (position_id, side, action, quantity, notional, fee) in &rows {
+        let notional: f64 = notional.parse().unwrap();
+        let fee: f64 = fee.parse().unwrap();
+        let quantity: f64 = quantity.parse().unwrap();
+        flow += if side == "BUY" { -notional } else { notional } - fee;
+        *quantities.entry(position_id.clone()).or_default() += if action == "OPEN" {
+            quantity
+        } else {
+            -quantity
+        };
+    }
+    assert!(
+        (initial + flow - cash).abs() < 1e-6,
+        "cash {cash} != initial {initial} + ledger flows {flow}"
+    );
+    let positions: Vec<(String, String)> =
+        sqlx::query_as("SELECT id, quantity FROM positions WHERE user_id = $1 AND status = 'open'")
+            .bind(user_id)
+            .fetch_all(db)
+            .await
+            .unwrap();
+    for (id, quantity) in &positions {
+        let quantity: f64 = quantity.parse().unwrap();
+        assert!(
+            (quantities[id] - quantity).abs() < 1e-9,
+            "position {id}: {quantity} vs ledger {}",
+            quantities[id]
+        );
+    }
+    for (id, remaining) in &quantities {
+        if !positions.iter().any(|(open, _)| open == id) {
+            assert!(
+                remaining.abs() < 1e-9,
+                "closed position {id} has {remaining} left in the ledger"
+            );
+        }
+    }
+    let duplicates = server
+        .count("SELECT COUNT(*) FROM (SELECT client_order_id FROM orders GROUP BY client_order_id HAVING COUNT(*) > 1) d")
+        .await;
+    assert_eq!(duplicates, 0);
+    let duplicate_fills = server
+        .count("SELECT COUNT(*) FROM (SELECT order_id FROM ledger GROUP BY order_id HAVING COUNT(*) > 1) d")
+        .await;
+    assert_eq!(duplicate_fills, 0, "an order was booked twice");
+}
+
+#[tokio::test]
+async fn a_bot_trades_on_paper_and_every_view_agrees() {
+    let server = trading_server().await;
+    let (user_id, token) = server.user(&email("trader")).await;
+
+    // Start refuses without a broker; then the paper broker is connected.
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper", "paper_trading": true, "risk_profile": "medium"}),
+        )
+        .await
+        .expect_error(400, "NO_BROKER_CONFIGURED");
+    let broker_id = connect_paper(&server, &token).await;
+    let brokers = server.get("/api/v1/config/brokers", Some(&token)).await;
+    assert_eq!(brokers.data()["brokers"][0]["api_key_masked"], "****1234");
+    assert!(!brokers.text.contains("paper-key-1234") && !brokers.text.contains("paper-secret"));
+
+    // Subscribe on the WebSocket before trading starts.
+    let (mut socket, _) = tokio_tungstenite::connect_async(server.ws_url("/ws/v1"))
+        .await
+        .unwrap();
+    socket
+        .send(Message::text(
+            json!({"type": "auth", "token": format!("Bearer {token}")}).to_string(),
+        ))
+        .await
+        .unwrap();
+    for channel in ["trades", "positions", "bot_status"] {
+        socket
+            .send(Message::text(
+                json!({"type": "subscribe", "channel": channel}).to_string(),
+            ))
+            .await
+            .unwrap();
+    }
+
+    let started = server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper", "paper_trading": true, "risk_profile": "high", "symbols": ["BTC-USD", "ETH-USD", "SOL-USD"]}),
+        )
+        .await;
+    started.expect(200);
+    assert_eq!(started.data()["status"], "starting");
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper"}),
+        )
+        .await
+        .expect_error(409, "ALREADY_RUNNING");
+    server
+        .request(
+            Method::DELETE,
+            &format!("/api/v1/config/brokers/{broker_id}"),
+            Some(&token),
+            None,
+        )
+        .await
+        .expect_error(409, "BROKER_IN_USE");
+
+    wait_for(&server, &token, "/api/v1/trading/status", 20, |d| {
+        d["status"] == "running"
+    })
+    .await;
+    // Trades happen: at least two completed.
+    wait_for(
+        &server,
+        &token,
+        "/api/v1/account/history?status=closed",
+        90,
+        |d| d["pagination"]["total_items"].as_i64().unwrap_or(0) >= 2,
+    )
+    .await;
+    server
+        .post("/api/v1/trading/pause", Some(&token), json!({}))
+        .await
+        .expect(200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // Collect the WebSocket messages received so far.
+    let mut executed = Vec::new();
+    let mut updates = 0;
+    let mut statuses = Vec::new();
+    while let Ok(Some(Ok(message))) =
+        tokio::time::timeout(Duration::from_millis(300), socket.next()).await
+    {
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let event: Value = serde_json::from_str(&text).unwrap();
+        match event["type"].as_str().unwrap() {
+            "trade_executed" => executed.push(event["data"].clone()),
+            "position_update" => updates += 1,
+            "bot_status" => statuses.push(event["data"]["status"].as_str().unwrap().to_string()),
+            _ => {}
+        }
+    }
+    assert!(updates > 0, "no position_update received");
+    assert!(
+        statuses.contains(&"running".to_string()),
+        "statuses seen: {statuses:?}"
+    );
+
+    let history = server
+        .get(
+            "/api/v1/account/history?status=closed&per_page=100",
+            Some(&token),
+        )
+        .await;
+    let closed = history.data()["trades"].as_array().unwrap().clone();
+    let positions = server.get("/api/v1/account/positions", Some(&token)).await;
+    let open = positions.data()["positions"].as_array().unwrap().clone();
+    // Every closed trade and open position was announced on the trades channel.
+    for trade in &closed {
+        assert!(
+            executed
+                .iter()
+                .any(|e| e["action"] == "closed" && e["trade_id"] == trade["trade_id"]),
+            "closed trade {} not announced",
+            trade["trade_id"]
+        );
+        assert!(
+            ["take_profit", "stop_loss", "trailing_stop", "signal"]
+                .contains(&trade["exit_reason"].as_str().unwrap())
+        );
+        assert!(num(&trade["fees"]) > 0.0);
+        let net = num(&trade["realized_pnl"]);
+        assert!((num(&trade["gross_pnl"]) - num(&trade["fees"]) - net).abs() < 1e-6);
+    }
+    for position in &open {
+        assert!(
+            executed
+                .iter()
+                .any(|e| e["action"] == "opened" && e["position_id"] == position["position_id"])
+        );
+        let detail = server
+            .get(
+                &format!(
+                    "/api/v1/account/positions/{}",
+                    position["position_id"].as_str().unwrap()
+                ),
+                Some(&token),
+            )
+            .await;
+        detail.expect(200);
+    }
+    assert_eq!(
+        positions.data()["summary"]["total_positions"]
+            .as_u64()
+            .unwrap() as usize,
+        open.len()
+    );
+
+    // Performance agrees with the history.
+    let performance = server
+        .get("/api/v1/account/performance?period=all", Some(&token))
+        .await;
+    performance.expect(200);
+    let metrics = &performance.data()["metrics"];
+    assert_eq!(
+        metrics["total_trades"].as_u64().unwrap() as usize,
+        closed.len()
+    );
+    let net: f64 = closed.iter().map(|t| num(&t["realized_pnl"])).sum();
+    assert!(
+        (num(&metrics["net_pnl"]) - net).abs() < 1e-6,
+        "net {} vs {net}",
+        metrics["net_pnl"]
+    );
+    assert!(num(&metrics["max_drawdown"]) <= 0.0);
+    assert!(!performance.text.contains("NaN") && !performance.text.contains("inf"));
+    server
+        .get("/api/v1/account/performance?period=2w", Some(&token))
+        .await
+        .expect_error(400, "INVALID_REQUEST");
+
+    // Balance: equity = cash + marked positions, and realized − fees matches the ledger's story.
+    let balance = server.get("/api/v1/account/balance", Some(&token)).await;
+    let b = balance.data();
+    let marked: f64 = open
+        .iter()
+        .map(|p| {
+            let value = num(&p["current_price"]) * num(&p["quantity"]);
+            if p["side"] == "long" { value } else { -value }
+        })
+        .sum();
+    assert!(
+        (num(&b["cash"]) + marked - num(&b["equity"])).abs() < 1e-4,
+        "{b}"
+    );
+    let unrealized: f64 = open.iter().map(|p| num(&p["unrealized_pnl"])).sum();
+    assert!(
+        (num(&b["equity"])
+            - (num(&b["initial_capital"]) + num(&b["realized_pnl"]) + unrealized
+                - num(&b["fees_paid"])))
+        .abs()
+            < 1e-4,
+        "equity identity broken: {b}"
+    );
+    assert_books_balance(&server, &user_id).await;
+
+    // Stats and status reflect the same trades.
+    let stats = server.get("/api/v1/account/stats", Some(&token)).await;
+    assert_eq!(
+        stats.data()["trading"]["total_trades_all_time"]
+            .as_u64()
+            .unwrap() as usize,
+        closed.len()
+    );
+    let status = server.get("/api/v1/trading/status", Some(&token)).await;
+    assert_eq!(status.data()["status"], "paused");
+    assert_eq!(
+        status.data()["active_positions"].as_u64().unwrap() as usize,
+        open.len()
+    );
+
+    // Emergency stop closes everything and is idempotent.
+    let stopped = server
+        .post(
+            "/api/v1/trading/emergency-stop",
+            Some(&token),
+            json!({"reason": "test", "close_positions": true}),
+        )
+        .await;
+    stopped.expect(200);
+    assert_eq!(stopped.data()["status"], "emergency_stopped");
+    assert_eq!(
+        stopped.data()["positions_closed"].as_u64().unwrap() as usize,
+        open.len()
+    );
+    server
+        .post("/api/v1/trading/emergency-stop", Some(&token), json!({}))
+        .await
+        .expect(200);
+    let positions = server.get("/api/v1/account/positions", Some(&token)).await;
+    assert_eq!(positions.data()["summary"]["total_positions"], 0);
+    let history = server
+        .get(
+            "/api/v1/account/history?status=closed&per_page=100",
+            Some(&token),
+        )
+        .await;
+    let emergency = history.data()["trades"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["exit_reason"] == "emergency_stop")
+        .count();
+    assert_eq!(emergency, open.len());
+    assert_books_balance(&server, &user_id).await;
+
+    // A second user sees none of it.
+    let (_, other) = server.user(&email("other")).await;
+    let history = server.get("/api/v1/account/history", Some(&other)).await;
+    assert_eq!(history.data()["pagination"]["total_items"], 0);
+    if let Some(trade) = closed.first() {
+        server
+            .get(
+                &format!(
+                    "/api/v1/account/positions/{}",
+                    trade["position_id"].as_str().unwrap()
+                ),
+                Some(&other),
+            )
+            .await
+            .expect_error(404, "POSITION_NOT_FOUND");
+    }
+}
+
+#[tokio::test]
+async fn stop_leaves_positions_open_or_closes_them_as_asked() {
+    let server = trading_server().await;
+    let (user_id, token) = server.user(&email("stopper")).await;
+    connect_paper(&server, &token).await;
+    server
+        .post("/api/v1/trading/stop", Some(&token), json!({}))
+        .await
+        .expect_error(400, "NOT_RUNNING");
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper", "risk_profile": "extreme"}),
+        )
+        .await
+        .expect_error(400, "INVALID_RISK_LEVEL");
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "binance"}),
+        )
+        .await
+        .expect_error(400, "UNSUPPORTED_BROKER");
+    server
+        .post("/api/v1/trading/start", Some(&token), json!({"broker": "paper", "risk_profile": "high", "symbols": ["BTC-USD", "ETH-USD", "SOL-USD", "ADA-USD"]}))
+        .await
+        .expect(200);
+    wait_for(&server, &token, "/api/v1/account/positions", 90, |d| {
+        d["summary"]["total_positions"].as_u64().unwrap_or(0) >= 1
+    })
+    .await;
+
+    let stopped = server
+        .post(
+            "/api/v1/trading/stop",
+            Some(&token),
+            json!({"close_positions": false}),
+        )
+        .await;
+    stopped.expect(200);
+    assert_eq!(stopped.data()["status"], "stopped");
+    let left = stopped.data()["open_positions"].as_u64().unwrap();
+    assert!(left >= 1);
+    assert_ne!(stopped.data()["action_required"], "none");
+    let positions = server.get("/api/v1/account/positions", Some(&token)).await;
+    assert_eq!(
+        positions.data()["summary"]["total_positions"]
+            .as_u64()
+            .unwrap(),
+        left
+    );
+
+    // A manual close works on a stopped bot; then nothing is left.
+    let id = positions.data()["positions"][0]["position_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let closed = server
+        .post(
+            &format!("/api/v1/account/positions/{id}/close"),
+            Some(&token),
+            json!({}),
+        )
+        .await;
+    closed.expect(200);
+    server
+        .post(
+            &format!("/api/v1/account/positions/{id}/close"),
+            Some(&token),
+            json!({}),
+        )
+        .await
+        .expect_error(404, "POSITION_NOT_FOUND");
+    let history = server
+        .get("/api/v1/account/history?status=closed", Some(&token))
+        .await;
+    assert!(
+        history.data()["trades"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["position_id"] == id.as_str() && t["exit_reason"] == "manual")
+    );
+
+    // Start again and stop closing positions.
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper"}),
+        )
+        .await
+        .expect(200);
+    let stopped = server
+        .post(
+            "/api/v1/trading/stop",
+            Some(&token),
+            json!({"close_positions": true}),
+        )
+        .await;
+    stopped.expect(200);
+    assert_eq!(stopped.data()["open_positions"], 0);
+    assert_eq!(stopped.data()["action_required"], "none");
+    assert_books_balance(&server, &user_id).await;
+}
+
+#[tokio::test]
+async fn a_killed_server_resumes_the_bot_without_ordering_twice() {
+    let mut server = trading_server().await;
+    let address = email("survivor");
+    let (user_id, token) = server.user(&address).await;
+    connect_paper(&server, &token).await;
+    server
+        .post("/api/v1/trading/start", Some(&token), json!({"broker": "paper", "risk_profile": "high", "symbols": ["BTC-USD", "ETH-USD", "SOL-USD"]}))
+        .await
+        .expect(200);
+    wait_for(&server, &token, "/api/v1/account/history", 90, |d| {
+        d["pagination"]["total_items"].as_i64().unwrap_or(0) >= 2
+    })
+    .await;
+
+    // SIGKILL in the middle of trading, several times.
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        server.kill();
+        server.restart().await;
+        let token = server.login(&address, PASSWORD).await["access_token"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let status = wait_for(&server, &token, "/api/v1/trading/status", 20, |d| {
+            d["status"] == "running" && d["last_scan"].is_string()
+        })
+        .await;
+        assert_eq!(status["paper_trading"], true);
+        assert_books_balance(&server, &user_id).await;
+    }
+    let pending = server
+        .count(&format!(
+            "SELECT COUNT(*) FROM orders WHERE user_id = '{user_id}' AND status = 'pending'"
+        ))
+        .await;
+    assert!(pending <= 1, "{pending} orders left pending");
+    let scans_before = server
+        .scalar(&format!(
+            "SELECT last_scan_at FROM bots WHERE user_id = '{user_id}'"
+        ))
+        .await;
+    tokio::time::sleep(Duration::from_millis(11_000)).await;
+    let scans_after = server
+        .scalar(&format!(
+            "SELECT last_scan_at FROM bots WHERE user_id = '{user_id}'"
+        ))
+        .await;
+    assert_ne!(scans_before, scans_after, "the resumed bot does not scan");
+}
+
+#[tokio::test]
+async fn a_paused_bot_stays_paused_across_a_restart_and_free_users_trade_paper_only() {
+    let mut server = trading_server().await;
+    let address = email("pauser");
+    let (_, token) = server.user(&address).await;
+    connect_paper(&server, &token).await;
+    // Trial users may trade live; after the trial, a free user may not.
+    server.exec("UPDATE users SET trial_ends_at = NULL").await;
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper", "paper_trading": false}),
+        )
+        .await
+        .expect_error(402, "SUBSCRIPTION_REQUIRED");
+    server
+        .post("/api/v1/trading/pause", Some(&token), json!({}))
+        .await
+        .expect_error(400, "NOT_RUNNING");
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper", "paper_trading": true}),
+        )
+        .await
+        .expect(200);
+    wait_for(&server, &token, "/api/v1/trading/status", 20, |d| {
+        d["status"] == "running"
+    })
+    .await;
+    server
+        .post("/api/v1/trading/pause", Some(&token), json!({}))
+        .await
+        .expect(200);
+    server
+        .post("/api/v1/trading/resume", Some(&token), json!({}))
+        .await
+        .expect(200);
+    server
+        .post("/api/v1/trading/resume", Some(&token), json!({}))
+        .await
+        .expect_error(409, "ALREADY_RUNNING");
+    server
+        .post("/api/v1/trading/pause", Some(&token), json!({}))
+        .await
+        .expect(200);
+    server.restart().await;
+    let token = server.login(&address, PASSWORD).await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let status = server.get("/api/v1/trading/status", Some(&token)).await;
+    assert_eq!(status.data()["status"], "paused");
+
+    // The kill switch blocks starts.
+    server
+        .exec(
+            "INSERT INTO platform_flags (name, value, updated_at) VALUES ('kill_switch', '{}', 0)",
+        )
+        .await;
+    server
+        .post("/api/v1/trading/stop", Some(&token), json!({}))
+        .await
+        .expect(200);
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper"}),
+        )
+        .await
+        .expect_error(403, "KILL_SWITCH_ACTIVE");
+}
