@@ -294,6 +294,11 @@ impl Server {
         format!("{}{}", self.base_url, path)
     }
 
+    /// The `ws://` address of a path on this server.
+    pub fn ws_url(&self, path: &str) -> String {
+        format!("{}{}", self.base_url.replacen("http://", "ws://", 1), path)
+    }
+
     pub async fn request(
         &self,
         method: Method,
@@ -530,6 +535,18 @@ pub fn guest_path(crate_name: &str) -> PathBuf {
     repo_root()
         .join("plugins/target/wasm32-wasip2/release")
         .join(format!("{}.wasm", crate_name.replace('-', "_")))
+}
+
+/// The body of `POST /api/v1/admin/plugins` for a plugin of `plugins/<dir>` built as `crate_name`.
+pub fn plugin_upload(dir: &str, crate_name: &str) -> Value {
+    use base64::Engine as _;
+    let wasm = std::fs::read(guest_path(crate_name)).unwrap_or_else(|e| panic!("{crate_name}: {e}"));
+    let text = std::fs::read_to_string(repo_root().join("plugins").join(dir).join("plugin.toml")).unwrap();
+    let manifest: toml::Value = toml::from_str(&text).unwrap();
+    json!({
+        "manifest": serde_json::to_value(manifest).unwrap(),
+        "wasm_base64": base64::engine::general_purpose::STANDARD.encode(wasm),
+    })
 }
 
 /// A unique e-mail address for this test.

@@ -3,22 +3,7 @@
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use tradehost_blackbox::{Server, email, guest_path, repo_root};
-
-fn artifact(crate_name: &str) -> String {
-    let path = repo_root()
-        .join("plugins/target/wasm32-wasip2/release")
-        .join(format!("{}.wasm", crate_name.replace('-', "_")));
-    base64::engine::general_purpose::STANDARD
-        .encode(std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
-}
-
-fn manifest(dir: &str) -> Value {
-    let text =
-        std::fs::read_to_string(repo_root().join("plugins").join(dir).join("plugin.toml")).unwrap();
-    let value: toml::Value = toml::from_str(&text).unwrap();
-    serde_json::to_value(value).unwrap()
-}
+use tradehost_blackbox::{Server, email, guest_path, plugin_upload, repo_root};
 
 #[tokio::test]
 async fn admins_see_the_builtin_plugins_and_users_do_not() {
@@ -72,7 +57,7 @@ async fn admins_see_the_builtin_plugins_and_users_do_not() {
 async fn swap_risk_rules_while_calls_run_then_roll_back() {
     let mut server = Server::start().await;
     let token = server.admin_token().await;
-    let upload = json!({"manifest": manifest("testing/risk-guards-strict"), "wasm_base64": artifact("risk-guards-strict")});
+    let upload = plugin_upload("testing/risk-guards-strict", "risk-guards-strict");
     let uploaded = server
         .post("/api/v1/admin/plugins", Some(&token), upload.clone())
         .await;
@@ -171,7 +156,8 @@ async fn swap_risk_rules_while_calls_run_then_roll_back() {
 async fn bad_uploads_and_changes_are_refused_and_change_nothing() {
     let server = Server::start().await;
     let token = server.admin_token().await;
-    let strict = manifest("testing/risk-guards-strict");
+    let strict = plugin_upload("testing/risk-guards-strict", "risk-guards-strict")["manifest"].clone();
+    let ema_cross = plugin_upload("strategy-ema-cross", "strategy-ema-cross")["wasm_base64"].clone();
     let cases = vec![
         (
             json!({"manifest": strict, "wasm_base64": "%%%"}),
@@ -182,11 +168,11 @@ async fn bad_uploads_and_changes_are_refused_and_change_nothing() {
             "INVALID_REQUEST",
         ),
         (
-            json!({"manifest": manifest("testing/guest-forbidden-import"), "wasm_base64": artifact("guest-forbidden-import")}),
+            plugin_upload("testing/guest-forbidden-import", "guest-forbidden-import"),
             "INVALID_REQUEST",
         ),
         (
-            json!({"manifest": strict, "wasm_base64": artifact("strategy-ema-cross")}),
+            json!({"manifest": strict, "wasm_base64": ema_cross}),
             "INVALID_REQUEST",
         ),
         (

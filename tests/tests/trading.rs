@@ -9,7 +9,7 @@ use futures_util::{SinkExt, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
-use tradehost_blackbox::{PASSWORD, Server, email};
+use tradehost_blackbox::{PASSWORD, Server, email, plugin_upload};
 
 /// A market fast enough that crossovers happen within a few 100 ms scans.
 async fn trading_server() -> Server {
@@ -665,4 +665,82 @@ async fn a_paused_bot_stays_paused_across_a_restart_and_free_users_trade_paper_o
         )
         .await
         .expect_error(403, "KILL_SWITCH_ACTIVE");
+}
+
+#[tokio::test]
+async fn a_failing_strategy_puts_its_bot_in_error_while_others_trade_on() {
+    let server = trading_server().await;
+    let admin = server.admin_token().await;
+    server
+        .post("/api/v1/admin/plugins", Some(&admin), plugin_upload("testing/guest-trap", "guest-trap"))
+        .await
+        .expect(200);
+    let (_, failing) = server.user(&email("failing")).await;
+    let (_, healthy) = server.user(&email("healthy")).await;
+    for token in [&failing, &healthy] {
+        connect_paper(&server, token).await;
+    }
+    server
+        .post("/api/v1/trading/start", Some(&failing), json!({"broker": "paper", "strategy": "guest-trap"}))
+        .await
+        .expect(200);
+    server
+        .post("/api/v1/trading/start", Some(&healthy), json!({"broker": "paper"}))
+        .await
+        .expect(200);
+    // Retried with backoff (0.2 s, 0.4 s, 0.8 s at this interval), then `error`.
+    let status = wait_for(&server, &failing, "/api/v1/trading/status", 30, |d| d["status"] == "error").await;
+    let reason = status["last_error"].as_str().unwrap();
+    assert!(reason.contains("guest-trap") && reason.contains("retries"), "{reason}");
+    let before = wait_for(&server, &healthy, "/api/v1/trading/status", 10, |d| d["status"] == "running").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = server.get("/api/v1/trading/status", Some(&healthy)).await;
+    assert_eq!(after.data()["status"], "running");
+    assert_ne!(before["last_scan"], after.data()["last_scan"], "the healthy bot stopped scanning");
+    // A bot in error may be started again.
+    server
+        .post("/api/v1/trading/start", Some(&failing), json!({"broker": "paper"}))
+        .await
+        .expect(200);
+}
+
+#[tokio::test]
+async fn an_emergency_alarm_pauses_the_bot_once_and_is_announced() {
+    // Below the risk rule's minimum balance of 100 from the first scan.
+    let server = Server::options()
+        .env("TRADEHOST_SCAN_INTERVAL", "0.1")
+        .env("TRADEHOST_INITIAL_CAPITAL", "50")
+        .env("TRADEHOST_API_RATE_MULTIPLIER", "100")
+        .start()
+        .await;
+    let (user_id, token) = server.user(&email("alarmed")).await;
+    connect_paper(&server, &token).await;
+    let (mut socket, _) = tokio_tungstenite::connect_async(server.ws_url("/ws/v1")).await.unwrap();
+    socket
+        .send(Message::text(json!({"type": "auth", "token": format!("Bearer {token}")}).to_string()))
+        .await
+        .unwrap();
+    socket.send(Message::text(json!({"type": "subscribe", "channel": "alarms"}).to_string())).await.unwrap();
+    server.post("/api/v1/trading/start", Some(&token), json!({"broker": "paper"})).await.expect(200);
+    let status = wait_for(&server, &token, "/api/v1/trading/status", 20, |d| d["status"] == "paused").await;
+    assert!(status["last_error"].as_str().unwrap().contains("ACCOUNT_BALANCE_LOW"), "{status}");
+    let mut alarm = None;
+    while let Ok(Some(Ok(message))) = tokio::time::timeout(Duration::from_secs(2), socket.next()).await {
+        let Message::Text(text) = message else { continue };
+        let event: Value = serde_json::from_str(&text).unwrap();
+        if event["type"] == "alarm_triggered" {
+            alarm = Some(event);
+            break;
+        }
+    }
+    let alarm = alarm.expect("alarm_triggered on the alarms channel");
+    assert_eq!(alarm["channel"], "alarms");
+    assert_eq!(alarm["data"]["level"], "EMERGENCY");
+    assert_eq!(alarm["data"]["alarm_type"], "ACCOUNT_BALANCE_LOW");
+    // Paused bots keep scanning (exits), but the alarm does not fire again within its cooldown.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let raised = server
+        .count(&format!("SELECT COUNT(*) FROM alarms WHERE user_id = '{user_id}' AND alarm_type = 'ACCOUNT_BALANCE_LOW'"))
+        .await;
+    assert_eq!(raised, 1);
 }
