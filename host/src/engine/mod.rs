@@ -14,7 +14,7 @@ mod scheduler;
 mod trader;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
@@ -90,6 +90,8 @@ pub struct Cell {
 pub struct Engine {
     cells: DashMap<String, Arc<Cell>>,
     wake: Notify,
+    /// Scans completed since the server started (for metrics and benchmarks).
+    scans: AtomicU64,
 }
 
 impl Engine {
@@ -109,6 +111,10 @@ impl Engine {
     fn schedule(&self, cell: &Cell, at: i64) {
         cell.next_scan_at.store(at, Ordering::Release);
         self.wake.notify_one();
+    }
+
+    pub fn scans_completed(&self) -> u64 {
+        self.scans.load(Ordering::Relaxed)
     }
 
     pub fn running_bots(&self) -> usize {

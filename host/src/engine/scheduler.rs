@@ -170,6 +170,7 @@ async fn scan_one(app: &App, cell: &Cell, market: &Market) -> (Option<Snapshot>,
     }
     match scan::scan(app, trader, market).await {
         Ok(outcome) => {
+            app.engine.scans.fetch_add(1, Ordering::Relaxed);
             let next = if trader.status().is_scanned() {
                 now_ms() + interval_ms
             } else {
