@@ -98,6 +98,7 @@ impl App {
         self.sessions.sweep();
         self.user_limits.sweep();
         self.events.sweep();
+        self.engine.evict_idle();
         if let Some(limiter) = &self.memory_limiter {
             limiter.sweep(self.config.failed_login_window.max(ratelimit::MINUTE));
         }

@@ -113,6 +113,19 @@ impl Engine {
         self.wake.notify_one();
     }
 
+    /// Unloads the state of users whose bot is not scanning and whom nobody is serving right now;
+    /// it is loaded again from the database on next use.
+    pub fn evict_idle(&self) {
+        for cell in self.cells.iter() {
+            if cell.next_scan_at.load(Ordering::Acquire) == IDLE
+                && let Ok(mut trader) = cell.trader.try_lock()
+                && trader.as_ref().is_none_or(|t| !t.status().is_scanned())
+            {
+                *trader = None;
+            }
+        }
+    }
+
     pub fn scans_completed(&self) -> u64 {
         self.scans.load(Ordering::Relaxed)
     }
