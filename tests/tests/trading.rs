@@ -647,24 +647,164 @@ async fn a_paused_bot_stays_paused_across_a_restart_and_free_users_trade_paper_o
     let status = server.get("/api/v1/trading/status", Some(&token)).await;
     assert_eq!(status.data()["status"], "paused");
 
-    // The kill switch blocks starts.
-    server
-        .exec(
-            "INSERT INTO platform_flags (name, value, updated_at) VALUES ('kill_switch', '{}', 0)",
-        )
-        .await;
     server
         .post("/api/v1/trading/stop", Some(&token), json!({}))
+        .await
+        .expect(200);
+}
+
+#[tokio::test]
+async fn the_kill_switch_stops_every_bot_closes_positions_and_blocks_starts() {
+    let server = trading_server().await;
+    let admin = server.admin_token().await;
+    let (first_id, first) = server.user(&email("first")).await;
+    let (_, second) = server.user(&email("second")).await;
+    for token in [&first, &second] {
+        connect_paper(&server, token).await;
+    }
+    server
+        .post("/api/v1/trading/start", Some(&first), json!({"broker": "paper", "risk_profile": "high", "symbols": ["BTC-USD", "ETH-USD", "SOL-USD", "ADA-USD"]}))
         .await
         .expect(200);
     server
         .post(
             "/api/v1/trading/start",
-            Some(&token),
+            Some(&second),
+            json!({"broker": "paper"}),
+        )
+        .await
+        .expect(200);
+    wait_for(&server, &first, "/api/v1/account/positions", 90, |d| {
+        d["summary"]["total_positions"].as_u64().unwrap_or(0) >= 1
+    })
+    .await;
+
+    let (mut socket, _) = tokio_tungstenite::connect_async(server.ws_url("/ws/v1"))
+        .await
+        .unwrap();
+    socket
+        .send(Message::text(
+            json!({"type": "auth", "token": format!("Bearer {second}")}).to_string(),
+        ))
+        .await
+        .unwrap();
+    socket
+        .send(Message::text(
+            json!({"type": "subscribe", "channel": "bot_status"}).to_string(),
+        ))
+        .await
+        .unwrap();
+
+    server
+        .post("/api/v1/admin/kill-switch", Some(&first), json!({}))
+        .await
+        .expect_error(403, "UNAUTHORIZED");
+    let activated = server
+        .post(
+            "/api/v1/admin/kill-switch",
+            Some(&admin),
+            json!({"reason": "exchange outage", "close_all_positions": true, "notify_users": true}),
+        )
+        .await;
+    activated.expect(200);
+    assert_eq!(activated.data()["affected_users"], 2);
+    assert_eq!(activated.data()["active_positions"], 0);
+    for token in [&first, &second] {
+        let status = server.get("/api/v1/trading/status", Some(token)).await;
+        assert_eq!(status.data()["status"], "stopped");
+        assert!(
+            status.data()["last_error"]
+                .as_str()
+                .unwrap()
+                .contains("exchange outage")
+        );
+        let positions = server.get("/api/v1/account/positions", Some(token)).await;
+        assert_eq!(positions.data()["summary"]["total_positions"], 0);
+    }
+    let history = server
+        .get(
+            "/api/v1/account/history?status=closed&per_page=100",
+            Some(&first),
+        )
+        .await;
+    assert!(
+        history.data()["trades"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["exit_reason"] == "kill_switch")
+    );
+    assert_books_balance(&server, &first_id).await;
+
+    let mut notified = false;
+    while let Ok(Some(Ok(message))) =
+        tokio::time::timeout(Duration::from_secs(2), socket.next()).await
+    {
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let event: Value = serde_json::from_str(&text).unwrap();
+        if event["type"] == "kill_switch" {
+            assert!(
+                event["data"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("exchange outage")
+            );
+            notified = true;
+            break;
+        }
+    }
+    assert!(notified, "no kill_switch notice on the WebSocket");
+
+    let state = server.get("/api/v1/admin/kill-switch", Some(&admin)).await;
+    assert_eq!(state.data()["active"], true);
+    assert_eq!(state.data()["reason"], "exchange outage");
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&first),
             json!({"broker": "paper"}),
         )
         .await
         .expect_error(403, "KILL_SWITCH_ACTIVE");
+    server
+        .request(
+            Method::DELETE,
+            "/api/v1/admin/kill-switch",
+            Some(&admin),
+            None,
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        server
+            .get("/api/v1/admin/kill-switch", Some(&admin))
+            .await
+            .data()["active"],
+        false
+    );
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&first),
+            json!({"broker": "paper"}),
+        )
+        .await
+        .expect(200);
+    for event in [
+        "admin.kill_switch_activated",
+        "admin.kill_switch_deactivated",
+    ] {
+        assert_eq!(
+            server
+                .count(&format!(
+                    "SELECT COUNT(*) FROM audit_log WHERE event_type = '{event}'"
+                ))
+                .await,
+            1
+        );
+    }
 }
 
 #[tokio::test]
@@ -672,7 +812,11 @@ async fn a_failing_strategy_puts_its_bot_in_error_while_others_trade_on() {
     let server = trading_server().await;
     let admin = server.admin_token().await;
     server
-        .post("/api/v1/admin/plugins", Some(&admin), plugin_upload("testing/guest-trap", "guest-trap"))
+        .post(
+            "/api/v1/admin/plugins",
+            Some(&admin),
+            plugin_upload("testing/guest-trap", "guest-trap"),
+        )
         .await
         .expect(200);
     let (_, failing) = server.user(&email("failing")).await;
@@ -681,25 +825,50 @@ async fn a_failing_strategy_puts_its_bot_in_error_while_others_trade_on() {
         connect_paper(&server, token).await;
     }
     server
-        .post("/api/v1/trading/start", Some(&failing), json!({"broker": "paper", "strategy": "guest-trap"}))
+        .post(
+            "/api/v1/trading/start",
+            Some(&failing),
+            json!({"broker": "paper", "strategy": "guest-trap"}),
+        )
         .await
         .expect(200);
     server
-        .post("/api/v1/trading/start", Some(&healthy), json!({"broker": "paper"}))
+        .post(
+            "/api/v1/trading/start",
+            Some(&healthy),
+            json!({"broker": "paper"}),
+        )
         .await
         .expect(200);
     // Retried with backoff (0.2 s, 0.4 s, 0.8 s at this interval), then `error`.
-    let status = wait_for(&server, &failing, "/api/v1/trading/status", 30, |d| d["status"] == "error").await;
+    let status = wait_for(&server, &failing, "/api/v1/trading/status", 30, |d| {
+        d["status"] == "error"
+    })
+    .await;
     let reason = status["last_error"].as_str().unwrap();
-    assert!(reason.contains("guest-trap") && reason.contains("retries"), "{reason}");
-    let before = wait_for(&server, &healthy, "/api/v1/trading/status", 10, |d| d["status"] == "running").await;
+    assert!(
+        reason.contains("guest-trap") && reason.contains("retries"),
+        "{reason}"
+    );
+    let before = wait_for(&server, &healthy, "/api/v1/trading/status", 10, |d| {
+        d["status"] == "running"
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = server.get("/api/v1/trading/status", Some(&healthy)).await;
     assert_eq!(after.data()["status"], "running");
-    assert_ne!(before["last_scan"], after.data()["last_scan"], "the healthy bot stopped scanning");
+    assert_ne!(
+        before["last_scan"],
+        after.data()["last_scan"],
+        "the healthy bot stopped scanning"
+    );
     // A bot in error may be started again.
     server
-        .post("/api/v1/trading/start", Some(&failing), json!({"broker": "paper"}))
+        .post(
+            "/api/v1/trading/start",
+            Some(&failing),
+            json!({"broker": "paper"}),
+        )
         .await
         .expect(200);
 }
@@ -715,18 +884,47 @@ async fn an_emergency_alarm_pauses_the_bot_once_and_is_announced() {
         .await;
     let (user_id, token) = server.user(&email("alarmed")).await;
     connect_paper(&server, &token).await;
-    let (mut socket, _) = tokio_tungstenite::connect_async(server.ws_url("/ws/v1")).await.unwrap();
-    socket
-        .send(Message::text(json!({"type": "auth", "token": format!("Bearer {token}")}).to_string()))
+    let (mut socket, _) = tokio_tungstenite::connect_async(server.ws_url("/ws/v1"))
         .await
         .unwrap();
-    socket.send(Message::text(json!({"type": "subscribe", "channel": "alarms"}).to_string())).await.unwrap();
-    server.post("/api/v1/trading/start", Some(&token), json!({"broker": "paper"})).await.expect(200);
-    let status = wait_for(&server, &token, "/api/v1/trading/status", 20, |d| d["status"] == "paused").await;
-    assert!(status["last_error"].as_str().unwrap().contains("ACCOUNT_BALANCE_LOW"), "{status}");
+    socket
+        .send(Message::text(
+            json!({"type": "auth", "token": format!("Bearer {token}")}).to_string(),
+        ))
+        .await
+        .unwrap();
+    socket
+        .send(Message::text(
+            json!({"type": "subscribe", "channel": "alarms"}).to_string(),
+        ))
+        .await
+        .unwrap();
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper"}),
+        )
+        .await
+        .expect(200);
+    let status = wait_for(&server, &token, "/api/v1/trading/status", 20, |d| {
+        d["status"] == "paused"
+    })
+    .await;
+    assert!(
+        status["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("ACCOUNT_BALANCE_LOW"),
+        "{status}"
+    );
     let mut alarm = None;
-    while let Ok(Some(Ok(message))) = tokio::time::timeout(Duration::from_secs(2), socket.next()).await {
-        let Message::Text(text) = message else { continue };
+    while let Ok(Some(Ok(message))) =
+        tokio::time::timeout(Duration::from_secs(2), socket.next()).await
+    {
+        let Message::Text(text) = message else {
+            continue;
+        };
         let event: Value = serde_json::from_str(&text).unwrap();
         if event["type"] == "alarm_triggered" {
             alarm = Some(event);

@@ -690,3 +690,180 @@ pub async fn account_equity(app: &App, user_id: &str) -> ApiResult<f64> {
     let guard = lock(app, &cell).await?;
     Ok(accounting::float(guard.as_ref().expect("loaded").equity()))
 }
+
+// ----- kill switch -----
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillSwitchRequest {
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub close_all_positions: bool,
+    #[serde(default = "yes")]
+    pub notify_users: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct KillSwitchState {
+    pub active: bool,
+    pub reason: Option<String>,
+    pub activated_by: Option<String>,
+    pub activated_at: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct KillSwitchActivated {
+    pub message: String,
+    pub affected_users: usize,
+    pub active_positions: usize,
+    pub positions_closed: usize,
+    pub timestamp: String,
+}
+
+/// Blocks every start, stops every bot now (closing positions when asked) and tells connected
+/// users. Activating it again re-applies it (bots started in between do not exist: starts are
+/// refused while it is active).
+pub async fn activate_kill_switch(
+    app: &App,
+    admin: &Principal,
+    meta: &crate::auth::ClientMeta,
+    request: KillSwitchRequest,
+) -> ApiResult<KillSwitchActivated> {
+    let now = now_ms();
+    let reason = request
+        .reason
+        .unwrap_or_else(|| "kill switch".into())
+        .chars()
+        .take(500)
+        .collect::<String>();
+    let state = KillSwitchState {
+        active: true,
+        reason: Some(reason.clone()),
+        activated_by: Some(admin.user_id.clone()),
+        activated_at: Some(iso8601(now)),
+    };
+    let mut tx = app.db.pool.begin().await?;
+    trading::set_flag(
+        &mut *tx,
+        KILL_SWITCH_FLAG,
+        &serde_json::to_string(&state).expect("state serialises"),
+        &admin.user_id,
+        now,
+    )
+    .await?;
+    crate::store::audit::record(
+        &mut *tx,
+        "admin.kill_switch_activated",
+        &crate::store::audit::Actor {
+            user_id: Some(&admin.user_id),
+            ip_address: meta.ip.as_deref(),
+            user_agent: meta.user_agent.as_deref(),
+        },
+        serde_json::json!({"reason": reason, "close_all_positions": request.close_all_positions}),
+    )
+    .await?;
+    tx.commit().await?;
+
+    // Every bot the database knows as active, plus any loaded in memory.
+    let mut user_ids: Vec<String> = trading::resumable_bots(&app.db.pool)
+        .await?
+        .into_iter()
+        .map(|bot| bot.user_id)
+        .collect();
+    for cell in app.engine.cells.iter() {
+        if cell.next_scan_at.load(Ordering::Acquire) != IDLE && !user_ids.contains(&cell.user_id) {
+            user_ids.push(cell.user_id.clone());
+        }
+    }
+    let (mut active_positions, mut closed) = (0, 0);
+    for user_id in &user_ids {
+        let cell = app.engine.cell(user_id);
+        let mut guard = lock(app, &cell).await?;
+        let trader = guard.as_mut().expect("loaded");
+        app.engine.schedule(&cell, IDLE);
+        if !trader.status().is_scanned() {
+            continue;
+        }
+        trader.bot.status = BotStatus::Stopped.as_str().into();
+        trader.bot.last_error = Some(format!("Stopped by the kill switch: {reason}"));
+        persist(app, trader).await?;
+        if request.close_all_positions {
+            match close_all(app, trader, "kill_switch").await {
+                Ok(count) => closed += count,
+                Err(err) => {
+                    tracing::error!(%user_id, error = %err, "kill switch could not close positions")
+                }
+            }
+        }
+        active_positions += trader.positions.len();
+        publish_status(app, trader, "Stopped by the kill switch");
+    }
+    if request.notify_users {
+        #[derive(Serialize)]
+        struct Notice<'a> {
+            status: &'a str,
+            message: String,
+            timestamp: String,
+        }
+        app.events.publish_to_all(
+            Channel::BotStatus,
+            "kill_switch",
+            &Notice {
+                status: "activated",
+                message: format!("Trading is halted by the operator: {reason}"),
+                timestamp: iso8601(now),
+            },
+        );
+    }
+    Ok(KillSwitchActivated {
+        message: format!("Kill switch active: {} bot(s) stopped", user_ids.len()),
+        affected_users: user_ids.len(),
+        active_positions,
+        positions_closed: closed,
+        timestamp: iso8601(now),
+    })
+}
+
+pub async fn kill_switch(app: &App) -> ApiResult<KillSwitchState> {
+    Ok(match trading::flag(&app.db.pool, KILL_SWITCH_FLAG).await? {
+        Some(value) => serde_json::from_str(&value).unwrap_or(KillSwitchState {
+            active: true,
+            reason: None,
+            activated_by: None,
+            activated_at: None,
+        }),
+        None => KillSwitchState {
+            active: false,
+            reason: None,
+            activated_by: None,
+            activated_at: None,
+        },
+    })
+}
+
+pub async fn deactivate_kill_switch(
+    app: &App,
+    admin: &Principal,
+    meta: &crate::auth::ClientMeta,
+) -> ApiResult<KillSwitchState> {
+    let mut tx = app.db.pool.begin().await?;
+    let was_active = trading::clear_flag(&mut *tx, KILL_SWITCH_FLAG).await?;
+    crate::store::audit::record(
+        &mut *tx,
+        "admin.kill_switch_deactivated",
+        &crate::store::audit::Actor {
+            user_id: Some(&admin.user_id),
+            ip_address: meta.ip.as_deref(),
+            user_agent: meta.user_agent.as_deref(),
+        },
+        serde_json::json!({"was_active": was_active}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(KillSwitchState {
+        active: false,
+        reason: None,
+        activated_by: None,
+        activated_at: None,
+    })
+}

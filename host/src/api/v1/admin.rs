@@ -1,17 +1,24 @@
 //! `/api/v1/admin/*` (admin role required).
 
-use rocket::{Route, State, get, routes};
+use rocket::{Route, State, delete, get, post, routes};
 
 use crate::App;
 use crate::admin::{self, AUDIT_DEFAULT_PER_PAGE, AUDIT_MAX_PER_PAGE, AuditPage};
+use crate::api::envelope::OptionalBody;
 use crate::api::envelope::{Success, ok};
 use crate::api::query::{Page, parse_time};
-use crate::auth::AdminUser;
+use crate::auth::{AdminUser, ClientMeta};
+use crate::engine::{self, KillSwitchActivated, KillSwitchRequest, KillSwitchState};
 use crate::error::ApiResult;
 use crate::store::audit::AuditFilter;
 
 pub fn routes() -> Vec<Route> {
-    routes![audit_logs]
+    routes![
+        audit_logs,
+        activate_kill_switch,
+        kill_switch,
+        deactivate_kill_switch
+    ]
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -34,6 +41,34 @@ async fn audit_logs(
         until_ms: parse_time("end_date", end_date, true)?,
     };
     admin::audit_logs(app, &filter, page).await.map(ok)
+}
+
+#[post("/admin/kill-switch", data = "<body>")]
+async fn activate_kill_switch(
+    app: &State<App>,
+    admin: AdminUser,
+    meta: ClientMeta,
+    body: OptionalBody<KillSwitchRequest>,
+) -> ApiResult<Success<KillSwitchActivated>> {
+    engine::activate_kill_switch(app, &admin.0, &meta, body.0.unwrap_or_default())
+        .await
+        .map(ok)
+}
+
+#[get("/admin/kill-switch")]
+async fn kill_switch(app: &State<App>, _admin: AdminUser) -> ApiResult<Success<KillSwitchState>> {
+    engine::kill_switch(app).await.map(ok)
+}
+
+#[delete("/admin/kill-switch")]
+async fn deactivate_kill_switch(
+    app: &State<App>,
+    admin: AdminUser,
+    meta: ClientMeta,
+) -> ApiResult<Success<KillSwitchState>> {
+    engine::deactivate_kill_switch(app, &admin.0, &meta)
+        .await
+        .map(ok)
 }
 
 #[cfg(test)]
