@@ -540,8 +540,10 @@ pub fn guest_path(crate_name: &str) -> PathBuf {
 /// The body of `POST /api/v1/admin/plugins` for a plugin of `plugins/<dir>` built as `crate_name`.
 pub fn plugin_upload(dir: &str, crate_name: &str) -> Value {
     use base64::Engine as _;
-    let wasm = std::fs::read(guest_path(crate_name)).unwrap_or_else(|e| panic!("{crate_name}: {e}"));
-    let text = std::fs::read_to_string(repo_root().join("plugins").join(dir).join("plugin.toml")).unwrap();
+    let wasm =
+        std::fs::read(guest_path(crate_name)).unwrap_or_else(|e| panic!("{crate_name}: {e}"));
+    let text =
+        std::fs::read_to_string(repo_root().join("plugins").join(dir).join("plugin.toml")).unwrap();
     let manifest: toml::Value = toml::from_str(&text).unwrap();
     json!({
         "manifest": serde_json::to_value(manifest).unwrap(),

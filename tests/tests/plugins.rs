@@ -156,8 +156,10 @@ async fn swap_risk_rules_while_calls_run_then_roll_back() {
 async fn bad_uploads_and_changes_are_refused_and_change_nothing() {
     let server = Server::start().await;
     let token = server.admin_token().await;
-    let strict = plugin_upload("testing/risk-guards-strict", "risk-guards-strict")["manifest"].clone();
-    let ema_cross = plugin_upload("strategy-ema-cross", "strategy-ema-cross")["wasm_base64"].clone();
+    let strict =
+        plugin_upload("testing/risk-guards-strict", "risk-guards-strict")["manifest"].clone();
+    let ema_cross =
+        plugin_upload("strategy-ema-cross", "strategy-ema-cross")["wasm_base64"].clone();
     let cases = vec![
         (
             json!({"manifest": strict, "wasm_base64": "%%%"}),
