@@ -4,6 +4,7 @@ pub mod envelope;
 pub mod query;
 pub mod request_id;
 pub mod v1;
+pub mod ws;
 
 use rocket::http::Status;
 use rocket::{Build, Request, Rocket, catch, catchers, get, routes};
@@ -15,6 +16,7 @@ use envelope::guard_error;
 pub fn mount(rocket: Rocket<Build>) -> Rocket<Build> {
     rocket
         .mount("/api/v1", v1::routes())
+        .mount("/ws/v1", ws::routes())
         .mount("/", routes![rate_limited])
         .register("/", catchers![catch_all])
 }

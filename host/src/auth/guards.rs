@@ -35,12 +35,37 @@ impl Bearer {
 }
 
 fn bearer_token<'r>(req: &'r Request<'_>) -> Option<&'r str> {
-    let header = req.headers().get_one("Authorization")?.trim();
-    let (scheme, token) = header.split_once(' ')?;
+    parse_bearer(req.headers().get_one("Authorization")?)
+}
+
+/// The token of an `Authorization`-style value `Bearer <token>`.
+fn parse_bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")
         .then(|| token.trim())
         .filter(|t| !t.is_empty())
+}
+
+fn missing_token() -> ApiError {
+    ApiError::new(ErrorCode::TokenInvalid, "Missing bearer token")
+}
+
+fn token_error(err: TokenError) -> ApiError {
+    match err {
+        TokenError::Expired => ApiError::code(ErrorCode::TokenExpired),
+        TokenError::Invalid => ApiError::code(ErrorCode::TokenInvalid),
+    }
+}
+
+/// The live user behind a `Bearer <jwt>` value, checked exactly as [`AuthUser`] checks a request:
+/// for connections that authenticate after they are established (the WebSocket stream).
+pub async fn authenticate(app: &App, authorization: &str) -> Result<Principal, ApiError> {
+    let token = parse_bearer(authorization).ok_or_else(missing_token)?;
+    let claims = app.jwt.verify(token).map_err(token_error)?;
+    app.sessions
+        .principal(&app.db, &claims.sid, &claims.sub)
+        .await
 }
 
 /// A signed-in user with a live session.
@@ -54,18 +79,8 @@ impl<'r> FromRequest<'r> for AuthUser {
     async fn from_request(req: &'r Request<'_>) -> Outcome<Self, ApiError> {
         let claims = match Bearer::of(req) {
             Bearer::Valid(claims) => claims,
-            Bearer::Missing => {
-                return fail_with(
-                    req,
-                    ApiError::new(ErrorCode::TokenInvalid, "Missing bearer token"),
-                );
-            }
-            Bearer::Invalid(TokenError::Expired) => {
-                return fail_with(req, ApiError::code(ErrorCode::TokenExpired));
-            }
-            Bearer::Invalid(TokenError::Invalid) => {
-                return fail_with(req, ApiError::code(ErrorCode::TokenInvalid));
-            }
+            Bearer::Missing => return fail_with(req, missing_token()),
+            Bearer::Invalid(err) => return fail_with(req, token_error(*err)),
         };
         let Some(app) = req.rocket().state::<App>() else {
             return Outcome::Error((
