@@ -372,7 +372,9 @@ pub async fn series(
         )
     };
     let trades = trading::trades_since(&app.db.pool, user_id, since).await?;
-    let mut equity: Vec<EquityPoint> = trading::equity_since(&app.db.pool, user_id, since)
+    // Up to a week at full resolution (a point a minute at most); longer periods hourly.
+    let bucket = (now_ms() - since > 7 * super::trader::DAY_MS).then_some(3_600_000);
+    let mut equity: Vec<EquityPoint> = trading::equity_since(&app.db.pool, user_id, since, bucket)
         .await?
         .into_iter()
         .map(|(at_ms, equity)| EquityPoint {
