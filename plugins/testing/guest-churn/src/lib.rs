@@ -30,7 +30,11 @@ impl Guest for Churn {
                 let held = ctx.positions.iter().any(|p| p.symbol == series.symbol);
                 Signal {
                     symbol: series.symbol.clone(),
-                    action: if held { SignalAction::Close } else { SignalAction::OpenLong },
+                    action: if held {
+                        SignalAction::Close
+                    } else {
+                        SignalAction::OpenLong
+                    },
                     size_usd,
                     stop_loss: None,
                     take_profit: Vec::new(),
