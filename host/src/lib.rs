@@ -17,6 +17,7 @@ pub mod mail;
 pub mod plugins;
 pub mod ratelimit;
 pub mod secrets;
+pub mod settings;
 pub mod store;
 pub mod vault;
 

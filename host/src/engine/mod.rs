@@ -208,8 +208,9 @@ pub async fn resume_all(app: &App) -> anyhow::Result<usize> {
 #[serde(deny_unknown_fields)]
 pub struct StartRequest {
     pub broker: Option<String>,
-    #[serde(default = "yes")]
-    pub paper_trading: bool,
+    /// Default: the `paper_trading` setting.
+    pub paper_trading: Option<bool>,
+    /// Default: the `risk_level` setting.
     pub risk_profile: Option<String>,
     /// Strategy plugin (default: the server's default strategy).
     pub strategy: Option<String>,
@@ -229,7 +230,14 @@ pub struct Started {
 }
 
 pub async fn start(app: &App, user: &Principal, request: StartRequest) -> ApiResult<Started> {
-    let risk_profile = request.risk_profile.unwrap_or_else(|| "medium".into());
+    let account = users::by_id(&app.db.pool, &user.user_id)
+        .await?
+        .ok_or_else(|| ApiError::code(ErrorCode::TokenInvalid))?;
+    let entitlement = crate::billing::plans::Entitlement::of(&account, now_ms());
+    let settings = crate::settings::load(app, &user.user_id, &entitlement).await?;
+    let risk_profile = request
+        .risk_profile
+        .unwrap_or_else(|| settings.trading.risk_level.clone());
     if !["low", "medium", "high"].contains(&risk_profile.as_str()) {
         return Err(ApiError::new(
             ErrorCode::InvalidRiskLevel,
@@ -237,6 +245,9 @@ pub async fn start(app: &App, user: &Principal, request: StartRequest) -> ApiRes
         )
         .detail("field", "risk_profile"));
     }
+    let paper_trading = request
+        .paper_trading
+        .unwrap_or(settings.trading.paper_trading);
     let strategy = request
         .strategy
         .unwrap_or_else(|| app.config.default_strategy.clone());
@@ -247,21 +258,37 @@ pub async fn start(app: &App, user: &Principal, request: StartRequest) -> ApiRes
         ));
     }
     let symbols = match request.symbols {
-        None => app.config.default_pairs.clone(),
+        None => {
+            let defaults: Vec<String> = app
+                .config
+                .default_pairs
+                .iter()
+                .filter(|pair| settings.allows_pair(pair))
+                .cloned()
+                .collect();
+            if defaults.is_empty() {
+                settings.trading.allowed_pairs.clone()
+            } else {
+                defaults
+            }
+        }
         Some(symbols) => {
             let symbols: Vec<String> = symbols.iter().map(|s| s.trim().to_uppercase()).collect();
-            let valid = |s: &String| {
-                s.split_once('-').is_some_and(|(base, quote)| {
-                    !base.is_empty()
-                        && !quote.is_empty()
-                        && s.len() <= 20
-                        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-                })
-            };
-            if symbols.is_empty() || symbols.len() > 20 || !symbols.iter().all(valid) {
+            if symbols.is_empty()
+                || symbols.len() > 20
+                || !symbols.iter().all(|s| crate::settings::valid_pair(s))
+            {
                 return Err(ApiError::invalid_field(
                     "symbols",
                     "1 to 20 symbols of the form BASE-QUOTE",
+                ));
+            }
+            if let Some(outside) = symbols.iter().find(|s| !settings.allows_pair(s)) {
+                return Err(ApiError::invalid_field(
+                    "symbols",
+                    format!(
+                        "{outside} is not in your allowed_pairs (change them with PUT /config/settings)"
+                    ),
                 ));
             }
             symbols
@@ -287,11 +314,7 @@ pub async fn start(app: &App, user: &Principal, request: StartRequest) -> ApiRes
             format!("No `{broker}` connection is configured; add one at /config/brokers"),
         ));
     }
-    let account = users::by_id(&app.db.pool, &user.user_id)
-        .await?
-        .ok_or_else(|| ApiError::code(ErrorCode::TokenInvalid))?;
-    let entitlement = crate::billing::plans::Entitlement::of(&account, now_ms());
-    if !request.paper_trading && !entitlement.allows_live_trading() {
+    if !paper_trading && !entitlement.allows_live_trading() {
         return Err(ApiError::new(
             ErrorCode::SubscriptionRequired,
             "Live trading needs a paid subscription or an active trial; paper trading is available",
@@ -314,6 +337,7 @@ pub async fn start(app: &App, user: &Principal, request: StartRequest) -> ApiRes
         ));
     }
     trader.entitlement = entitlement;
+    trader.settings = settings;
     trader.credentials = Some(credentials);
     trader.failures = 0;
     trader.reconcile = true;
@@ -321,7 +345,7 @@ pub async fn start(app: &App, user: &Principal, request: StartRequest) -> ApiRes
     let bot = &mut trader.bot;
     bot.status = BotStatus::Starting.as_str().into();
     bot.broker = broker.clone();
-    bot.paper_trading = request.paper_trading as i64;
+    bot.paper_trading = paper_trading as i64;
     bot.risk_profile = risk_profile;
     bot.symbols = serde_json::to_string(&symbols).expect("symbols serialise");
     if bot.strategy != strategy {
@@ -337,11 +361,7 @@ pub async fn start(app: &App, user: &Principal, request: StartRequest) -> ApiRes
         status: "starting",
         message: format!(
             "Bot starting on {broker} ({}) trading {}",
-            if request.paper_trading {
-                "paper"
-            } else {
-                "live"
-            },
+            if paper_trading { "paper" } else { "live" },
             symbols.join(", ")
         ),
         estimated_ready_in_seconds: app
@@ -676,6 +696,20 @@ pub async fn close_position(
             ))
         }
     }
+}
+
+/// Applies changed settings to a loaded trader (a trader loaded later reads them itself).
+pub async fn settings_changed(
+    app: &App,
+    user_id: &str,
+    settings: crate::settings::Settings,
+) -> ApiResult<()> {
+    if let Some(cell) = app.engine.cells.get(user_id).map(|cell| cell.clone())
+        && let Some(trader) = cell.trader.lock().await.as_mut()
+    {
+        trader.settings = settings;
+    }
+    Ok(())
 }
 
 /// Whether the user's bot is active on `broker` (such a connection must not be removed).

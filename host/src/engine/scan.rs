@@ -20,6 +20,7 @@ use crate::plugins::bindings::strategy::ScanContext;
 use crate::plugins::bindings::types::{
     self as wire, AlarmLevel, Candle, KpiSnapshot, Series, SignalAction, Threshold, Verdict,
 };
+use crate::settings::Settings;
 use crate::store::trading::{self, AlarmRow, Snapshot};
 use crate::store::{iso8601, new_id, now_ms};
 
@@ -59,27 +60,20 @@ pub fn strategy_interval(app: &App, strategy: &str) -> String {
         .unwrap_or_else(|| "1m".to_string())
 }
 
-/// Risk thresholds of a risk profile; the user's settings override them once they exist.
-pub fn thresholds(profile: &str, max_positions: u32) -> Vec<Threshold> {
-    let (size, daily_loss, max_dd, warn_dd, exposure) = match profile {
-        "low" => (5.0, 3.0, 10.0, 7.0, 50.0),
-        "high" => (20.0, 10.0, 30.0, 20.0, 100.0),
-        _ => (10.0, 5.0, 20.0, 15.0, 80.0),
-    };
-    [
-        ("max_position_size_pct", size),
-        ("daily_loss_limit_pct", daily_loss),
-        ("max_drawdown_pct", max_dd),
-        ("warning_drawdown_pct", warn_dd),
-        ("max_total_exposure_pct", exposure),
-        ("max_concurrent_positions", max_positions as f64),
-    ]
-    .into_iter()
-    .map(|(name, value)| Threshold {
-        name: name.into(),
-        value,
-    })
-    .collect()
+/// The thresholds handed to risk rules: the user's settings, and their position limit.
+pub fn thresholds(settings: &Settings, max_positions: u32) -> Vec<Threshold> {
+    settings
+        .risk_thresholds
+        .iter()
+        .map(|(name, value)| Threshold {
+            name: name.clone(),
+            value: *value,
+        })
+        .chain(std::iter::once(Threshold {
+            name: "max_concurrent_positions".into(),
+            value: max_positions as f64,
+        }))
+        .collect()
 }
 
 /// Trailing-stop distance of a risk profile.
@@ -373,15 +367,18 @@ async fn open(
 ) -> Result<(), String> {
     let paper = trader.bot.paper_trading != 0;
     let limits = trader.entitlement.limits();
+    let max_positions = trader.settings.max_positions(&trader.entitlement);
     let skip = |why: String| {
         tracing::debug!(user_id = %trader.user_id, symbol, %why, "entry skipped");
         Ok(())
     };
-    if trader.positions.len() as u32 >= limits.max_positions {
+    if !trader.settings.allows_pair(symbol) {
+        return skip("not in the allowed pairs of the settings".into());
+    }
+    if trader.positions.len() as u32 >= max_positions {
         return skip(format!(
-            "{} positions open; the plan allows {}",
-            trader.positions.len(),
-            limits.max_positions
+            "{} positions open; at most {max_positions} allowed",
+            trader.positions.len()
         ));
     }
     if trader.stats.opens_today >= limits.max_daily_trades {
@@ -393,7 +390,12 @@ async fn open(
     let Some(mut size) = decimal(size_usd) else {
         return skip("size is not a number".into());
     };
-    let max_size = decimal(trader.entitlement.max_position_size_usd(paper)).unwrap_or_default();
+    let max_size = decimal(
+        trader
+            .settings
+            .max_position_size_usd(&trader.entitlement, paper),
+    )
+    .unwrap_or_default();
     size = size
         .min(max_size)
         .min(accounting::buying_power(&trader.account, &trader.positions));
@@ -403,7 +405,7 @@ async fn open(
         positions: wire_positions(&trader.positions),
         daily_pnl: float(trader.daily_pnl()),
         trades_today: trader.stats.opens_today,
-        thresholds: thresholds(&trader.bot.risk_profile, limits.max_positions),
+        thresholds: thresholds(&trader.settings, max_positions),
     };
     for name in app.plugins.names(PluginKind::RiskRule) {
         if size < MIN_ORDER_USD {
@@ -565,8 +567,8 @@ fn publish_alarm(app: &App, user_id: &str, alarm: &AlarmRow, now: i64) {
 async fn evaluate_alarms(app: &App, trader: &mut Trader, now: i64) -> Result<bool, String> {
     let kpi = kpi(trader, now);
     let thresholds = thresholds(
-        &trader.bot.risk_profile,
-        trader.entitlement.limits().max_positions,
+        &trader.settings,
+        trader.settings.max_positions(&trader.entitlement),
     );
     let mut raised: HashMap<String, wire::Alarm> = HashMap::new();
     for name in app.plugins.names(PluginKind::RiskRule) {
@@ -645,21 +647,27 @@ async fn evaluate_alarms(app: &App, trader: &mut Trader, now: i64) -> Result<boo
     Ok(bot_changed)
 }
 
-/// Pauses a running bot whose loss today reached the daily limit of its risk profile.
+/// Pauses a running bot whose loss today reached the daily limit: the smaller of the settings'
+/// `max_daily_loss_usd` and `daily_loss_limit_pct` of the day's starting equity.
 fn check_daily_loss(app: &App, trader: &mut Trader) -> bool {
     if trader.status() != BotStatus::Running {
         return false;
     }
-    let limit_pct = thresholds(&trader.bot.risk_profile, 0)
-        .iter()
-        .find(|t| t.name == "daily_loss_limit_pct")
-        .map_or(5.0, |t| t.value);
-    let limit = trader.stats.day_start_equity * decimal(limit_pct / 100.0).unwrap_or_default();
-    if limit > Decimal::ZERO && -trader.daily_pnl() >= limit {
+    let limit_pct = trader
+        .settings
+        .risk_thresholds
+        .get("daily_loss_limit_pct")
+        .copied()
+        .unwrap_or(5.0);
+    let by_pct = trader.stats.day_start_equity * decimal(limit_pct / 100.0).unwrap_or_default();
+    let by_amount = decimal(trader.settings.trading.max_daily_loss_usd).unwrap_or(by_pct);
+    let limit = by_pct.min(by_amount);
+    let loss = -trader.daily_pnl();
+    if limit > Decimal::ZERO && loss >= limit {
         trader.bot.status = BotStatus::Paused.as_str().into();
         trader.bot.last_error = Some(format!(
-            "Paused: today's loss of {} reached the daily limit of {limit_pct}% ({})",
-            -trader.daily_pnl().round_dp(2),
+            "Paused: today's loss of {} reached the daily limit of {}",
+            loss.round_dp(2),
             limit.round_dp(2)
         ));
         publish_status(app, trader, "Paused by the daily loss limit");

@@ -14,6 +14,7 @@ use crate::App;
 use crate::billing::plans::Entitlement;
 use crate::error::{ApiError, ApiResult};
 use crate::plugins::bindings::broker::Credentials;
+use crate::settings::Settings;
 use crate::store::trading::{self, AlarmRow, BotRow};
 use crate::store::{new_id, now_ms, users};
 
@@ -91,6 +92,7 @@ pub struct Trader {
     pub account: Account,
     pub positions: Vec<Position>,
     pub entitlement: Entitlement,
+    pub settings: Settings,
     /// The bot's broker credentials, opened from the vault when the bot starts.
     pub credentials: Option<Credentials>,
     pub stats: Stats,
@@ -156,9 +158,11 @@ impl Trader {
             .await?
             .into_iter()
             .collect();
+        let entitlement = Entitlement::of(&user, now);
         Ok(Trader {
             user_id: user_id.to_string(),
-            entitlement: Entitlement::of(&user, now),
+            settings: crate::settings::load(app, user_id, &entitlement).await?,
+            entitlement,
             bot,
             account,
             positions,

@@ -10,6 +10,7 @@ pub mod outbox;
 pub mod plugins;
 pub mod reset_tokens;
 pub mod sessions;
+pub mod settings;
 pub mod trading;
 pub mod users;
 

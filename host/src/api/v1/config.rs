@@ -1,15 +1,38 @@
-//! `/api/v1/config/*`: broker connections.
+//! `/api/v1/config/*`: settings and broker connections.
 
-use rocket::{Route, State, delete, get, post, routes};
+use rocket::{Route, State, delete, get, post, put, routes};
+use serde_json::{Map, Value};
 
 use crate::App;
 use crate::api::envelope::{Body, Success, created, ok};
 use crate::auth::{AuthUser, ClientMeta};
 use crate::brokers::{self, Added, Connections, NewConnection, Removed, TestResult};
 use crate::error::ApiResult;
+use crate::settings::{self, Settings, Updated};
 
 pub fn routes() -> Vec<Route> {
-    routes![list_brokers, add_broker, remove_broker, test_broker]
+    routes![
+        get_settings,
+        put_settings,
+        list_brokers,
+        add_broker,
+        remove_broker,
+        test_broker
+    ]
+}
+
+#[get("/config/settings")]
+async fn get_settings(app: &State<App>, user: AuthUser) -> ApiResult<Success<Settings>> {
+    settings::get(app, &user.0).await.map(ok)
+}
+
+#[put("/config/settings", data = "<body>")]
+async fn put_settings(
+    app: &State<App>,
+    user: AuthUser,
+    body: Body<Map<String, Value>>,
+) -> ApiResult<Success<Updated>> {
+    settings::update(app, &user.0, body.0).await.map(ok)
 }
 
 #[get("/config/brokers")]

@@ -1,0 +1,260 @@
+//! `GET/PUT /config/settings`: defaults from the tier, partial updates, every refusal changing
+//! nothing, and the engine obeying allowed pairs, position size, concurrent positions, the daily
+//! loss limit and the paper flag.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tradehost_blackbox::{Server, email, plugin_upload};
+
+async fn server() -> Server {
+    Server::options()
+        .env("TRADEHOST_SCAN_INTERVAL", "0.1")
+        .env("TRADEHOST_API_RATE_MULTIPLIER", "100")
+        .start()
+        .await
+}
+
+#[tokio::test]
+async fn settings_have_tier_defaults_and_partial_updates_are_checked() {
+    let server = server().await;
+    let (_, token) = server.user(&email("settings")).await;
+    let settings = server.get("/api/v1/config/settings", Some(&token)).await;
+    settings.expect(200);
+    let data = settings.data();
+    // A trial user has basic's limits.
+    assert_eq!(data["trading"]["max_position_size_usd"], 500.0);
+    assert_eq!(data["trading"]["max_concurrent_positions"], 5);
+    assert_eq!(data["trading"]["risk_level"], "medium");
+    assert_eq!(data["trading"]["paper_trading"], true);
+    assert_eq!(data["notifications"]["email_enabled"], true);
+    assert_eq!(data["advanced"]["enable_meta_ai"], false);
+    assert_eq!(data["risk_thresholds"]["max_drawdown_pct"], 20.0);
+    assert_eq!(data["risk_thresholds"]["min_account_balance"], 100.0);
+
+    let updated = server
+        .put(
+            "/api/v1/config/settings",
+            Some(&token),
+            json!({"trading": {"risk_level": "low", "max_position_size_usd": 250}, "notifications": {"daily_summary": false}}),
+        )
+        .await;
+    updated.expect(200);
+    let mut fields: Vec<String> = updated.data()["updated_fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    fields.sort();
+    assert_eq!(
+        fields,
+        ["daily_summary", "max_position_size_usd", "risk_level"]
+    );
+
+    let refusals = [
+        (
+            json!({"trading": {"max_position_size_usd": 5000}}),
+            403,
+            "EXCEEDS_TIER_LIMIT",
+        ),
+        (
+            json!({"trading": {"max_concurrent_positions": 50}}),
+            403,
+            "EXCEEDS_TIER_LIMIT",
+        ),
+        (
+            json!({"trading": {"risk_level": "yolo"}}),
+            400,
+            "INVALID_RISK_LEVEL",
+        ),
+        (json!({"trading": {"leverage": 10}}), 400, "INVALID_SETTING"),
+        (json!({"theme": {"dark": true}}), 400, "INVALID_SETTING"),
+        (
+            json!({"risk_thresholds": {"max_drawdown_pct": "high"}}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            json!({"trading": {"allowed_pairs": "BTC-USD"}}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            json!({"notifications": {"daily_summary": "no"}}),
+            400,
+            "INVALID_REQUEST",
+        ),
+        (
+            json!({"trading": {"risk_level": "high", "max_position_size_usd": 5000}}),
+            403,
+            "EXCEEDS_TIER_LIMIT",
+        ),
+        (json!({}), 400, "INVALID_REQUEST"),
+    ];
+    for (body, status, code) in refusals {
+        server
+            .put("/api/v1/config/settings", Some(&token), body)
+            .await
+            .expect_error(status, code);
+    }
+    let after = server.get("/api/v1/config/settings", Some(&token)).await;
+    assert_eq!(after.data()["trading"]["risk_level"], "low");
+    assert_eq!(after.data()["trading"]["max_position_size_usd"], 250.0);
+    assert_eq!(after.data()["notifications"]["daily_summary"], false);
+
+    // After the trial a free user may not switch live trading on.
+    server.exec("UPDATE users SET trial_ends_at = NULL").await;
+    server
+        .put(
+            "/api/v1/config/settings",
+            Some(&token),
+            json!({"trading": {"paper_trading": false}}),
+        )
+        .await
+        .expect_error(402, "SUBSCRIPTION_REQUIRED");
+    let free = server.get("/api/v1/config/settings", Some(&token)).await;
+    assert_eq!(free.data()["trading"]["max_concurrent_positions"], 3);
+}
+
+async fn wait_status(
+    server: &Server,
+    token: &str,
+    secs: u64,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let status = server.get("/api/v1/trading/status", Some(token)).await;
+        if check(status.data()) {
+            return status.data().clone();
+        }
+        assert!(Instant::now() < deadline, "timed out: {}", status.data());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_engine_obeys_the_settings() {
+    let server = server().await;
+    let admin = server.admin_token().await;
+    // A strategy that wants to enter every flat symbol on every scan.
+    server
+        .post(
+            "/api/v1/admin/plugins",
+            Some(&admin),
+            plugin_upload("testing/guest-churn", "guest-churn"),
+        )
+        .await
+        .expect(200);
+    server
+        .put(
+            "/api/v1/admin/plugins/guest-churn/config",
+            Some(&admin),
+            json!({"config": {"size_usd": "400"}}),
+        )
+        .await
+        .expect(200);
+    let (user_id, token) = server.user(&email("obeyed")).await;
+    server
+        .post(
+            "/api/v1/config/brokers",
+            Some(&token),
+            json!({"broker": "paper", "api_key": "k", "api_secret": "s"}),
+        )
+        .await
+        .expect(201);
+    server
+        .put(
+            "/api/v1/config/settings",
+            Some(&token),
+            json!({"trading": {"allowed_pairs": ["BTC-USD", "ETH-USD", "SOL-USD"], "max_concurrent_positions": 1,
+                   "max_position_size_usd": 100, "paper_trading": false}}),
+        )
+        .await
+        .expect(200);
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper", "symbols": ["BTC-USD", "ADA-USD"]}),
+        )
+        .await
+        .expect_error(400, "INVALID_REQUEST");
+    server
+        .post("/api/v1/trading/start", Some(&token), json!({"broker": "paper", "strategy": "guest-churn", "symbols": ["BTC-USD", "ETH-USD", "SOL-USD"]}))
+        .await
+        .expect(200);
+    let status = wait_status(&server, &token, 20, |d| d["status"] == "running").await;
+    // The paper flag of the settings applies when the start request does not give one.
+    assert_eq!(status["paper_trading"], false);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server
+        .count(&format!(
+            "SELECT COUNT(*) FROM trades WHERE user_id = '{user_id}'"
+        ))
+        .await
+        < 4
+    {
+        assert!(Instant::now() < deadline, "no trades");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server
+        .post(
+            "/api/v1/trading/stop",
+            Some(&token),
+            json!({"close_positions": true}),
+        )
+        .await
+        .expect(200);
+
+    // Never more than one position at a time, never above 100 USD (plus the fill's slippage).
+    let db = server.db().await;
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT action, notional, symbol FROM ledger WHERE user_id = $1 ORDER BY created_at, id",
+    )
+    .bind(&user_id)
+    .fetch_all(db)
+    .await
+    .unwrap();
+    let mut open = 0i32;
+    for (action, notional, symbol) in &rows {
+        assert!(["BTC-USD", "ETH-USD", "SOL-USD"].contains(&symbol.as_str()));
+        if action == "OPEN" {
+            open += 1;
+            assert!(open <= 1, "two positions open at once");
+            assert!(
+                notional.parse::<f64>().unwrap() <= 100.5,
+                "entry of {notional} USD"
+            );
+        } else {
+            open -= 1;
+        }
+    }
+
+    // A daily loss limit below the fees of one round trip pauses the bot.
+    server
+        .put(
+            "/api/v1/config/settings",
+            Some(&token),
+            json!({"trading": {"max_daily_loss_usd": 0.01}}),
+        )
+        .await
+        .expect(200);
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper", "strategy": "guest-churn", "symbols": ["BTC-USD"]}),
+        )
+        .await
+        .expect(200);
+    let paused = wait_status(&server, &token, 20, |d| d["status"] == "paused").await;
+    assert!(
+        paused["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("daily limit"),
+        "{paused}"
+    );
+}
