@@ -18,6 +18,7 @@ pub mod plugins;
 pub mod ratelimit;
 pub mod secrets;
 pub mod settings;
+pub mod signals;
 pub mod store;
 pub mod vault;
 

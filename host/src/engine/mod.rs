@@ -698,6 +698,52 @@ pub async fn close_position(
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalKind {
+    Buy,
+    Sell,
+    Close,
+}
+
+/// An inbound signal waiting for the bot's next scan.
+#[derive(Debug, Clone)]
+pub struct QueuedSignal {
+    /// The id the resulting position (entry) or completed trade (exit) gets.
+    pub id: String,
+    pub symbol: String,
+    pub kind: SignalKind,
+    pub size_usd: Option<f64>,
+}
+
+/// At most this many signals wait for one bot's scan.
+const MAX_QUEUED_SIGNALS: usize = 100;
+
+/// Hands a signal to the user's running bot and wakes it.
+pub async fn queue_signal(app: &App, user_id: &str, signal: QueuedSignal) -> ApiResult<()> {
+    let cell = app.engine.cell(user_id);
+    let mut guard = lock(app, &cell).await?;
+    let trader = guard.as_mut().expect("loaded");
+    if trader.status() != BotStatus::Running {
+        return Err(ApiError::new(
+            ErrorCode::NotRunning,
+            format!(
+                "The bot is {}; signals act only on a running bot",
+                trader.bot.status
+            ),
+        ));
+    }
+    if trader.signals.len() >= MAX_QUEUED_SIGNALS {
+        return Err(ApiError::new(
+            ErrorCode::RateLimitExceeded,
+            "Too many signals are waiting for the bot",
+        )
+        .retry_after(1));
+    }
+    trader.signals.push(signal);
+    app.engine.schedule(&cell, now_ms());
+    Ok(())
+}
+
 /// Applies changed settings to a loaded trader (a trader loaded later reads them itself).
 pub async fn settings_changed(
     app: &App,

@@ -116,6 +116,18 @@ pub async fn execute(
     client_order_id: String,
     intent: Intent,
 ) -> Result<bool, OrderFailure> {
+    execute_with_id(app, trader, client_order_id, intent, None).await
+}
+
+/// As [`execute`], with the id the new position (entry) or completed trade (exit) gets, so a
+/// caller can name it before the order fills (an inbound signal's `trade_id`).
+pub async fn execute_with_id(
+    app: &App,
+    trader: &mut Trader,
+    client_order_id: String,
+    intent: Intent,
+    assigned_id: Option<String>,
+) -> Result<bool, OrderFailure> {
     let now = now_ms();
     let broker = trader.bot.broker.clone();
     let (symbol, side, quantity, intent_name) = match &intent {
@@ -188,7 +200,7 @@ pub async fn execute(
             _ => return Ok(false),
         }
     };
-    send_and_book(app, trader, order, intent, intent_name).await
+    send_and_book(app, trader, order, intent, intent_name, assigned_id).await
 }
 
 async fn send_and_book(
@@ -197,6 +209,7 @@ async fn send_and_book(
     order: OrderRow,
     intent: Intent,
     intent_name: &str,
+    assigned_id: Option<String>,
 ) -> Result<bool, OrderFailure> {
     let quantity: Decimal = order.quantity.parse().unwrap_or_default();
     let Some(credentials) = trader.credentials.clone() else {
@@ -297,7 +310,7 @@ async fn send_and_book(
             } => {
                 let (position, entry) = account.open(
                     OpenRequest {
-                        position_id: new_id(),
+                        position_id: assigned_id.unwrap_or_else(new_id),
                         ledger_id: new_id(),
                         broker: &order.broker,
                         symbol: &symbol,
@@ -320,8 +333,13 @@ async fn send_and_book(
                 let Some(mut position) = trader.position(&position_id).cloned() else {
                     return Ok(false);
                 };
-                let (entry, trade) =
-                    account.close(&mut position, booked, &reason, new_id(), new_id());
+                let (entry, trade) = account.close(
+                    &mut position,
+                    booked,
+                    &reason,
+                    new_id(),
+                    assigned_id.unwrap_or_else(new_id),
+                );
                 trading::update_position(&mut *tx, &position, now)
                     .await
                     .map_err(db_failure)?;
@@ -473,7 +491,7 @@ pub async fn reconcile(app: &App, trader: &mut Trader) -> Result<(), OrderFailur
             "open"
         };
         tracing::info!(user_id = %trader.user_id, client_order_id = %order.client_order_id, "re-sending an order left pending");
-        match send_and_book(app, trader, order, intent, intent_name).await {
+        match send_and_book(app, trader, order, intent, intent_name, None).await {
             Ok(_) | Err(OrderFailure::Refused(_)) => {}
             Err(failure) => return Err(failure),
         }

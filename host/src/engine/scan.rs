@@ -11,7 +11,7 @@ use super::accounting::{self, Position, Side, decimal, float};
 use super::metrics;
 use super::orders::{self, Intent, OrderFailure, client_order_id};
 use super::trader::Trader;
-use super::{BotStatus, publish_status};
+use super::{BotStatus, SignalKind, publish_status};
 use crate::App;
 use crate::events::Channel;
 use crate::plugins::PluginKind;
@@ -259,38 +259,46 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
                 SignalAction::OpenLong => Some(Side::Long),
                 SignalAction::OpenShort => Some(Side::Short),
             };
-            let held = trader
-                .positions
-                .iter()
-                .find(|p| p.symbol == signal.symbol)
-                .cloned();
-            match (side, held) {
-                (None, Some(position)) => close(app, trader, &position.id, "signal").await?,
-                (Some(side), Some(position)) if position.side != side => {
-                    // A reversal closes first; the strategy reopens on a later scan.
-                    close(app, trader, &position.id, "signal").await?;
-                }
-                (Some(side), None) => {
-                    let Some(price) = last_price(&signal.symbol) else {
-                        continue;
-                    };
-                    let take_profit = signal.take_profit.first().copied().and_then(decimal);
-                    let stop_loss = signal.stop_loss.and_then(decimal);
-                    open(
-                        app,
-                        trader,
-                        scan_seq,
-                        &signal.symbol,
-                        side,
-                        signal.size_usd,
-                        price,
-                        stop_loss,
-                        take_profit,
-                    )
-                    .await?;
-                }
-                _ => {}
-            }
+            let entry = Entry {
+                size_usd: signal.size_usd,
+                price: last_price(&signal.symbol),
+                stop_loss: signal.stop_loss.and_then(decimal),
+                take_profit: signal.take_profit.first().copied().and_then(decimal),
+            };
+            act(app, trader, scan_seq, &signal.symbol, side, entry, None).await?;
+        }
+        // Inbound signals (webhooks) go through the same path, under their own ids.
+        for signal in std::mem::take(&mut trader.signals) {
+            let side = match signal.kind {
+                SignalKind::Buy => Some(Side::Long),
+                SignalKind::Sell => Some(Side::Short),
+                SignalKind::Close => None,
+            };
+            let price = match last_price(&signal.symbol) {
+                Some(price) => Some(price),
+                None => current_price(app, &trader.bot.broker, &signal.symbol).await,
+            };
+            let entry = Entry {
+                size_usd: signal.size_usd.unwrap_or_else(|| {
+                    let paper = trader.bot.paper_trading != 0;
+                    trader
+                        .settings
+                        .max_position_size_usd(&trader.entitlement, paper)
+                }),
+                price,
+                stop_loss: None,
+                take_profit: None,
+            };
+            act(
+                app,
+                trader,
+                scan_seq,
+                &signal.symbol,
+                side,
+                entry,
+                Some(&signal.id),
+            )
+            .await?;
         }
     }
     trader.bot.scan_seq = scan_seq;
@@ -336,18 +344,70 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
     })
 }
 
+/// What an entry signal asks for.
+struct Entry {
+    size_usd: f64,
+    price: Option<Decimal>,
+    stop_loss: Option<Decimal>,
+    take_profit: Option<Decimal>,
+}
+
+/// Acts on one signal for `symbol`: `None` closes what is held; a side opens it when flat, and
+/// against a position of the other side closes that first (the entry comes on a later signal).
+/// `id` names the resulting position or trade (inbound signals).
+async fn act(
+    app: &App,
+    trader: &mut Trader,
+    scan_seq: i64,
+    symbol: &str,
+    side: Option<Side>,
+    entry: Entry,
+    id: Option<&str>,
+) -> Result<(), String> {
+    let held = trader
+        .positions
+        .iter()
+        .find(|p| p.symbol == symbol)
+        .cloned();
+    match (side, held) {
+        (None, Some(position)) => close(app, trader, &position.id, "signal", id).await,
+        (Some(side), Some(position)) if position.side != side => {
+            close(app, trader, &position.id, "signal", id).await
+        }
+        (Some(side), None) => match entry.price {
+            Some(price) => open(app, trader, scan_seq, symbol, side, entry, price, id).await,
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// The last one-minute close of a symbol no due bot fetched this tick.
+async fn current_price(app: &App, broker: &str, symbol: &str) -> Option<Decimal> {
+    let active = app.plugins.active(PluginKind::Broker, broker).ok()?;
+    let runtime = app.plugins.runtime().clone();
+    let symbol = symbol.to_string();
+    let candles = blocking(move || runtime.broker_candles(&active, &symbol, "1m", 1, now_ms()))
+        .await
+        .ok()?
+        .ok()?
+        .ok()?;
+    candles.last().and_then(|c| decimal(c.close))
+}
+
 async fn close(
     app: &App,
     trader: &mut Trader,
     position_id: &str,
     reason: &str,
+    id: Option<&str>,
 ) -> Result<(), String> {
-    let id = client_order_id(&[&trader.bot.id, position_id, "close"]);
+    let client_id = client_order_id(&[&trader.bot.id, position_id, "close"]);
     let intent = Intent::Close {
         position_id: position_id.to_string(),
         reason: reason.to_string(),
     };
-    match orders::execute(app, trader, id, intent).await {
+    match orders::execute_with_id(app, trader, client_id, intent, id.map(str::to_string)).await {
         Ok(_) => Ok(()),
         Err(failure) => order_failed(failure),
     }
@@ -360,11 +420,16 @@ async fn open(
     scan_seq: i64,
     symbol: &str,
     side: Side,
-    size_usd: f64,
+    entry: Entry,
     price: Decimal,
-    stop_loss: Option<Decimal>,
-    take_profit: Option<Decimal>,
+    id: Option<&str>,
 ) -> Result<(), String> {
+    let Entry {
+        size_usd,
+        stop_loss,
+        take_profit,
+        ..
+    } = entry;
     let paper = trader.bot.paper_trading != 0;
     let limits = trader.entitlement.limits();
     let max_positions = trader.settings.max_positions(&trader.entitlement);
@@ -444,7 +509,11 @@ async fn open(
         Side::Long => "open_long",
         Side::Short => "open_short",
     };
-    let id = client_order_id(&[&trader.bot.id, &scan_seq.to_string(), symbol, intent_name]);
+    // A strategy's entry is named by its scan; an inbound signal's by the signal.
+    let client_id = match id {
+        Some(id) => client_order_id(&[&trader.bot.id, id, intent_name]),
+        None => client_order_id(&[&trader.bot.id, &scan_seq.to_string(), symbol, intent_name]),
+    };
     let intent = Intent::Open {
         symbol: symbol.to_string(),
         side,
@@ -453,7 +522,7 @@ async fn open(
         take_profit,
         trail_pct: Some(trail_pct(&trader.bot.risk_profile)),
     };
-    match orders::execute(app, trader, id, intent).await {
+    match orders::execute_with_id(app, trader, client_id, intent, id.map(str::to_string)).await {
         Ok(_) => Ok(()),
         Err(failure) => order_failed(failure),
     }

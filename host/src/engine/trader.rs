@@ -93,6 +93,8 @@ pub struct Trader {
     pub positions: Vec<Position>,
     pub entitlement: Entitlement,
     pub settings: Settings,
+    /// Inbound signals for the next scan.
+    pub signals: Vec<super::QueuedSignal>,
     /// The bot's broker credentials, opened from the vault when the bot starts.
     pub credentials: Option<Credentials>,
     pub stats: Stats,
@@ -162,6 +164,7 @@ impl Trader {
         Ok(Trader {
             user_id: user_id.to_string(),
             settings: crate::settings::load(app, user_id, &entitlement).await?,
+            signals: Vec::new(),
             entitlement,
             bot,
             account,

@@ -13,6 +13,7 @@ pub mod sessions;
 pub mod settings;
 pub mod trading;
 pub mod users;
+pub mod webhook_keys;
 
 use std::str::FromStr;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! `/api/v1/config/*`: settings and broker connections.
+//! `/api/v1/config/*`: settings, broker connections and the signal webhook key.
 
 use rocket::{Route, State, delete, get, post, put, routes};
 use serde_json::{Map, Value};
@@ -9,6 +9,7 @@ use crate::auth::{AuthUser, ClientMeta};
 use crate::brokers::{self, Added, Connections, NewConnection, Removed, TestResult};
 use crate::error::ApiResult;
 use crate::settings::{self, Settings, Updated};
+use crate::signals::{self, WebhookKey};
 
 pub fn routes() -> Vec<Route> {
     routes![
@@ -17,7 +18,8 @@ pub fn routes() -> Vec<Route> {
         list_brokers,
         add_broker,
         remove_broker,
-        test_broker
+        test_broker,
+        webhook_key
     ]
 }
 
@@ -69,4 +71,13 @@ async fn test_broker(
     broker_id: &str,
 ) -> ApiResult<Success<TestResult>> {
     brokers::test(app, &user.0, broker_id).await.map(ok)
+}
+
+#[post("/config/webhook-key")]
+async fn webhook_key(
+    app: &State<App>,
+    user: AuthUser,
+    meta: ClientMeta,
+) -> ApiResult<Success<WebhookKey>> {
+    signals::create_key(app, &user.0, &meta).await.map(ok)
 }

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod config;
 pub mod plugins;
 pub mod trading;
+pub mod webhooks;
 
 use rocket::Route;
 
@@ -17,6 +18,7 @@ pub fn routes() -> Vec<Route> {
         trading::routes(),
         account::routes(),
         config::routes(),
+        webhooks::routes(),
     ]
     .concat()
 }
