@@ -4,6 +4,7 @@
 //! from a resolved configuration. See docs/architecture.md for the map of the modules.
 
 pub mod admin;
+pub mod analytics;
 pub mod api;
 pub mod auth;
 pub mod billing;

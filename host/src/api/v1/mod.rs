@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod admin;
+pub mod analytics;
 pub mod auth;
 pub mod config;
 pub mod plugins;
@@ -17,6 +18,7 @@ pub fn routes() -> Vec<Route> {
         plugins::routes(),
         trading::routes(),
         account::routes(),
+        analytics::routes(),
         config::routes(),
         webhooks::routes(),
     ]
