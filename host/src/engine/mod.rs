@@ -744,6 +744,39 @@ pub async fn queue_signal(app: &App, user_id: &str, signal: QueuedSignal) -> Api
     Ok(())
 }
 
+/// Stops the user's bot for an account reason (suspension); positions stay open. Whether a bot
+/// was running.
+pub async fn stop_for_account(app: &App, user_id: &str, reason: &str) -> ApiResult<bool> {
+    let cell = app.engine.cell(user_id);
+    let mut guard = lock(app, &cell).await?;
+    let trader = guard.as_mut().expect("loaded");
+    app.engine.schedule(&cell, IDLE);
+    if !trader.status().is_scanned() {
+        return Ok(false);
+    }
+    trader.bot.status = BotStatus::Stopped.as_str().into();
+    trader.bot.last_error = Some(reason.to_string());
+    persist(app, trader).await?;
+    publish_status(app, trader, reason);
+    Ok(true)
+}
+
+/// Re-reads the user's tier (and the settings that follow from it) into a loaded trader.
+pub async fn entitlement_changed(app: &App, user_id: &str) -> ApiResult<()> {
+    let Some(cell) = app.engine.cells.get(user_id).map(|cell| cell.clone()) else {
+        return Ok(());
+    };
+    let mut guard = cell.trader.lock().await;
+    if let Some(trader) = guard.as_mut() {
+        let user = users::by_id(&app.db.pool, user_id)
+            .await?
+            .ok_or_else(|| ApiError::internal(format!("user {user_id} vanished")))?;
+        trader.entitlement = crate::billing::plans::Entitlement::of(&user, now_ms());
+        trader.settings = crate::settings::load(app, user_id, &trader.entitlement).await?;
+    }
+    Ok(())
+}
+
 /// Applies changed settings to a loaded trader (a trader loaded later reads them itself).
 pub async fn settings_changed(
     app: &App,

@@ -120,3 +120,106 @@ pub async fn touch_last_active(db: &Db, id: &str, now: i64) -> sqlx::Result<()> 
     .await?;
     Ok(())
 }
+
+#[derive(Debug, Default, Clone)]
+pub struct UserFilter {
+    /// Part of an e-mail address, or a whole user id.
+    pub search: Option<String>,
+    pub tier: Option<String>,
+    pub status: Option<String>,
+}
+
+/// A user in the admin list, with trading totals.
+#[derive(Debug, Clone, FromRow)]
+pub struct UserSummaryRow {
+    pub id: String,
+    pub email: String,
+    pub full_name: String,
+    pub subscription_tier: String,
+    pub status: String,
+    pub created_at: i64,
+    pub last_active_at: Option<i64>,
+    pub total_trades: i64,
+    pub realized_pnl: Option<String>,
+    pub fees_paid: Option<String>,
+}
+
+const USER_FILTER: &str = "($1 IS NULL OR u.email_lower LIKE $1 OR u.id = $2) \
+                           AND ($3 IS NULL OR u.subscription_tier = $3) AND ($4 IS NULL OR u.status = $4)";
+
+/// Users matching the filter, newest first, and how many match.
+pub async fn list_for_admin(
+    db: &Db,
+    filter: &UserFilter,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<(Vec<UserSummaryRow>, i64)> {
+    let pattern = filter.search.as_deref().map(|s| {
+        format!(
+            "%{}%",
+            s.to_lowercase()
+                .replace('\\', "")
+                .replace('%', "")
+                .replace('_', "")
+        )
+    });
+    let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT u.id, u.email, u.full_name, u.subscription_tier, u.status, u.created_at, u.last_active_at, \
+         (SELECT COUNT(*) FROM trades t WHERE t.user_id = u.id) AS total_trades, \
+         a.realized_pnl, a.fees_paid \
+         FROM users u LEFT JOIN trading_accounts a ON a.user_id = u.id \
+         WHERE {USER_FILTER} ORDER BY u.created_at DESC, u.id LIMIT $5 OFFSET $6"
+    )))
+    .bind(&pattern)
+    .bind(&filter.search)
+    .bind(&filter.tier)
+    .bind(&filter.status)
+    .bind(limit)
+    .bind(offset)
+    .fetch_all(&db.pool)
+    .await?;
+    let total = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT COUNT(*) FROM users u WHERE {USER_FILTER}"
+    )))
+    .bind(&pattern)
+    .bind(&filter.search)
+    .bind(&filter.tier)
+    .bind(&filter.status)
+    .fetch_one(&db.pool)
+    .await?;
+    Ok((rows, total))
+}
+
+pub async fn notes<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT notes FROM users WHERE id = $1")
+        .bind(id)
+        .fetch_one(exec)
+        .await
+}
+
+/// An admin's change: the tier outright (ending any trial), the status, the notes.
+pub async fn update_by_admin<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    id: &str,
+    tier: Option<&str>,
+    status: Option<&str>,
+    notes: Option<&str>,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE users SET subscription_tier = COALESCE($2, subscription_tier), \
+         trial_ends_at = CASE WHEN $2 IS NULL THEN trial_ends_at ELSE NULL END, \
+         status = COALESCE($3, status), notes = COALESCE($4, notes), updated_at = $5 WHERE id = $1",
+    )
+    .bind(id)
+    .bind(tier)
+    .bind(status)
+    .bind(notes)
+    .bind(now)
+    .execute(exec)
+    .await?;
+    Ok(())
+}

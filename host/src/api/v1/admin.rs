@@ -1,20 +1,28 @@
 //! `/api/v1/admin/*` (admin role required).
 
-use rocket::{Route, State, delete, get, post, routes};
+use rocket::{Route, State, delete, get, post, put, routes};
 
 use crate::App;
+use crate::admin::users::{
+    self as user_admin, USERS_DEFAULT_PER_PAGE, USERS_MAX_PER_PAGE, UserDetail, UserList,
+    UserUpdate,
+};
 use crate::admin::{self, AUDIT_DEFAULT_PER_PAGE, AUDIT_MAX_PER_PAGE, AuditPage};
-use crate::api::envelope::OptionalBody;
+use crate::api::envelope::{Body, OptionalBody};
 use crate::api::envelope::{Success, ok};
 use crate::api::query::{Page, parse_time};
 use crate::auth::{AdminUser, ClientMeta};
 use crate::engine::{self, KillSwitchActivated, KillSwitchRequest, KillSwitchState};
 use crate::error::ApiResult;
 use crate::store::audit::AuditFilter;
+use crate::store::users::UserFilter;
 
 pub fn routes() -> Vec<Route> {
     routes![
         audit_logs,
+        users,
+        user,
+        update_user,
         activate_kill_switch,
         kill_switch,
         deactivate_kill_switch
@@ -41,6 +49,50 @@ async fn audit_logs(
         until_ms: parse_time("end_date", end_date, true)?,
     };
     admin::audit_logs(app, &filter, page).await.map(ok)
+}
+
+#[get("/admin/users?<page>&<per_page>&<search>&<tier>&<status>")]
+async fn users(
+    app: &State<App>,
+    _admin: AdminUser,
+    page: Option<&str>,
+    per_page: Option<&str>,
+    search: Option<&str>,
+    tier: Option<&str>,
+    status: Option<&str>,
+) -> ApiResult<Success<UserList>> {
+    let page = Page::parse(page, per_page, USERS_DEFAULT_PER_PAGE, USERS_MAX_PER_PAGE)?;
+    let filter = UserFilter {
+        search: search
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        tier: tier.map(str::to_string),
+        status: status.map(str::to_string),
+    };
+    user_admin::list(app, &filter, page).await.map(ok)
+}
+
+#[get("/admin/users/<user_id>")]
+async fn user(
+    app: &State<App>,
+    _admin: AdminUser,
+    user_id: &str,
+) -> ApiResult<Success<UserDetail>> {
+    user_admin::detail(app, user_id).await.map(ok)
+}
+
+#[put("/admin/users/<user_id>", data = "<body>")]
+async fn update_user(
+    app: &State<App>,
+    admin: AdminUser,
+    meta: ClientMeta,
+    user_id: &str,
+    body: Body<UserUpdate>,
+) -> ApiResult<Success<user_admin::Updated>> {
+    user_admin::update(app, &admin.0, &meta, user_id, body.0)
+        .await
+        .map(ok)
 }
 
 #[post("/admin/kill-switch", data = "<body>")]
