@@ -31,6 +31,23 @@ pub enum Command {
         #[command(subcommand)]
         action: PluginCommand,
     },
+    /// The broker-credential vault.
+    Vault {
+        #[command(subcommand)]
+        action: VaultCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VaultCommand {
+    /// Re-encrypt every stored broker secret under a new key, in one transaction. Stop the
+    /// server first; start it again with the new key (written to the data directory on the
+    /// embedded default, to be set as VAULT_ENCRYPTION_KEY otherwise).
+    RotateKey {
+        /// The new 32-byte key as 64 hex digits or base64 (default: a fresh random key).
+        #[arg(long, env = "TRADEHOST_NEW_VAULT_KEY", hide_env_values = true)]
+        new_key: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -103,6 +120,13 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Plugin {
             action: PluginCommand::Check { file, manifest },
         } => check_plugin(&config, &file, manifest.as_deref()),
+        Command::Vault {
+            action: VaultCommand::RotateKey { new_key },
+        } => {
+            let rotated = crate::vault::rotate_key(&config, new_key.as_deref()).await?;
+            println!("{rotated}");
+            Ok(())
+        }
         Command::Admin { action } => {
             let db = Db::connect(&config.database_url).await?;
             db.migrate().await?;

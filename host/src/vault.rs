@@ -73,6 +73,85 @@ impl Vault {
     }
 }
 
+/// Re-encrypts every sealed secret under a new key in one transaction, then installs the key:
+/// written over the generated one on the embedded default, or reported for the operator to set
+/// as `VAULT_ENCRYPTION_KEY`. Returns what happened, for the command line.
+pub async fn rotate_key(
+    config: &crate::config::AppConfig,
+    new_key: Option<&str>,
+) -> anyhow::Result<String> {
+    use anyhow::Context;
+
+    let current = crate::secrets::resolve(config)?;
+    let generated = new_key.is_none();
+    let new_raw = match new_key {
+        Some(raw) => raw.trim().to_string(),
+        None => {
+            let mut bytes = [0u8; 32];
+            rand::rng().fill_bytes(&mut bytes);
+            hex::encode(bytes)
+        }
+    };
+    let new_key = crate::secrets::parse_vault_key(&new_raw)
+        .context("the new key must be 32 bytes, written as 64 hex digits or in base64")?;
+    if new_key == current.vault_key {
+        anyhow::bail!("the new key is the key in use");
+    }
+    let old = Vault::new(&current.vault_key);
+    let new = Vault::new(&new_key);
+    let db = crate::store::Db::connect(&config.database_url).await?;
+    db.migrate().await?;
+    let mut tx = db.pool.begin().await?;
+    let rows = crate::store::brokers::all_sealed(&mut *tx).await?;
+    for row in &rows {
+        let reseal = |sealed: &str| -> anyhow::Result<String> {
+            let plain = old.open(&row.user_id, sealed).with_context(|| {
+                format!(
+                    "broker connection {} does not open with the current key",
+                    row.id
+                )
+            })?;
+            Ok(new.seal(&row.user_id, &plain))
+        };
+        let sealed = crate::store::brokers::Sealed {
+            id: row.id.clone(),
+            user_id: row.user_id.clone(),
+            api_key_sealed: reseal(&row.api_key_sealed)?,
+            api_secret_sealed: reseal(&row.api_secret_sealed)?,
+            params_sealed: reseal(&row.params_sealed)?,
+        };
+        crate::store::brokers::update_sealed(&mut *tx, &sealed).await?;
+    }
+    let key_file = config.data_dir.join("secrets").join("vault_key");
+    let message = if config.vault_key_from_env.is_none() && key_file.exists() {
+        // The new key is on disk (vault_key.new) before the secrets change, so it cannot be
+        // lost: were the process to die between the commit and the rename, renaming that file
+        // over vault_key by hand finishes the rotation.
+        let staged = key_file.with_extension("new");
+        std::fs::write(&staged, &new_raw)?;
+        std::fs::set_permissions(&staged, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+        tx.commit().await?;
+        std::fs::rename(&staged, &key_file)?;
+        format!(
+            "re-encrypted {} broker connection(s); the new key is stored in {}",
+            rows.len(),
+            key_file.display()
+        )
+    } else {
+        tx.commit().await?;
+        format!(
+            "re-encrypted {} broker connection(s); set VAULT_ENCRYPTION_KEY to the new key before starting the server{}",
+            rows.len(),
+            if generated {
+                format!(":\n{new_raw}")
+            } else {
+                String::new()
+            }
+        )
+    };
+    Ok(message)
+}
+
 /// What reads show of an API key: its last four characters.
 pub fn mask(api_key: &str) -> String {
     let chars: Vec<char> = api_key.chars().collect();

@@ -127,3 +127,37 @@ pub async fn mark_connected<'e>(
     .await?;
     Ok(())
 }
+
+/// The sealed secrets of one connection (for re-encryption under a new key).
+#[derive(Debug, Clone, FromRow)]
+pub struct Sealed {
+    pub id: String,
+    pub user_id: String,
+    pub api_key_sealed: String,
+    pub api_secret_sealed: String,
+    pub params_sealed: String,
+}
+
+pub async fn all_sealed<'e>(exec: impl Executor<'e, Database = Any>) -> sqlx::Result<Vec<Sealed>> {
+    sqlx::query_as(
+        "SELECT id, user_id, api_key_sealed, api_secret_sealed, params_sealed FROM broker_connections ORDER BY id",
+    )
+    .fetch_all(exec)
+    .await
+}
+
+pub async fn update_sealed<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    sealed: &Sealed,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE broker_connections SET api_key_sealed = $2, api_secret_sealed = $3, params_sealed = $4 WHERE id = $1",
+    )
+    .bind(&sealed.id)
+    .bind(&sealed.api_key_sealed)
+    .bind(&sealed.api_secret_sealed)
+    .bind(&sealed.params_sealed)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
