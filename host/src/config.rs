@@ -88,6 +88,8 @@ pub struct AppConfig {
     pub scan_parallelism: usize,
     /// Starting cash of a new trading account (`TRADEHOST_INITIAL_CAPITAL`).
     pub initial_capital: rust_decimal::Decimal,
+    /// Lets a scraper read `/metrics` with this bearer token (`TRADEHOST_METRICS_TOKEN`).
+    pub metrics_token: Option<String>,
     /// Strategy plugin of a bot started without naming one.
     pub default_strategy: String,
     /// Pairs a bot trades when the start request names none.
@@ -255,6 +257,7 @@ impl AppConfig {
             scan_interval: Duration::from_secs_f64(scan),
             scan_parallelism,
             initial_capital,
+            metrics_token: env("TRADEHOST_METRICS_TOKEN"),
             default_strategy: env("TRADEHOST_DEFAULT_STRATEGY")
                 .unwrap_or_else(|| "ema-cross".to_string()),
             default_pairs,

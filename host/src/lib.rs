@@ -21,6 +21,7 @@ pub mod secrets;
 pub mod settings;
 pub mod signals;
 pub mod store;
+pub mod telemetry;
 pub mod vault;
 
 use std::sync::Arc;
@@ -59,6 +60,9 @@ pub struct AppInner {
     pub events: events::EventBus,
     pub engine: engine::Engine,
     pub vault: vault::Vault,
+    pub requests: telemetry::RequestStats,
+    /// Bearer token that may read `/metrics` without an admin session (`TRADEHOST_METRICS_TOKEN`).
+    pub metrics_token: Option<String>,
     /// The in-process limiter, kept concrete for its sweeper; `limiter` is what the code uses.
     memory_limiter: Option<Arc<InMemoryRateLimiter>>,
 }
@@ -85,6 +89,8 @@ impl App {
             events: events::EventBus::default(),
             engine: engine::Engine::default(),
             vault: vault::Vault::new(&secrets.vault_key),
+            requests: telemetry::RequestStats::default(),
+            metrics_token: config.metrics_token.clone(),
             jwt: Jwt::new(&secrets.jwt_secret, config.access_token_ttl),
             passwords: Passwords::for_this_machine(),
             sessions: SessionCache::new(Duration::from_secs(10)),

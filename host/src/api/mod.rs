@@ -1,6 +1,7 @@
 //! HTTP API. Each module exposes `routes()`; everything is mounted here and only here.
 
 pub mod envelope;
+pub mod metrics;
 pub mod query;
 pub mod request_id;
 pub mod v1;
@@ -18,6 +19,7 @@ pub fn mount(rocket: Rocket<Build>) -> Rocket<Build> {
         .mount("/api/v1", v1::routes())
         .mount("/ws/v1", ws::routes())
         .mount("/", routes![rate_limited])
+        .mount("/", metrics::routes())
         .register("/", catchers![catch_all])
 }
 

@@ -54,6 +54,9 @@ impl Fairing for RequestIdFairing {
             micros = elapsed.as_micros() as u64,
             "request"
         );
+        if let Some(app) = req.rocket().state::<crate::App>() {
+            app.requests.record(elapsed, res.status().code >= 500);
+        }
         res.set_header(Header::new("X-Request-Id", id.0));
     }
 }

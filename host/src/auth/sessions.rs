@@ -73,6 +73,13 @@ impl SessionCache {
                     },
                     None => return Err(revoked()),
                 };
+                // Activity is recorded when the cache re-checks a session: at most every ttl.
+                if !entry.revoked
+                    && let Err(err) =
+                        store::users::touch_last_active(db, &entry.user_id, now_ms()).await
+                {
+                    tracing::warn!(error = %err, "recording user activity failed");
+                }
                 self.entries.insert(session_id.to_string(), entry.clone());
                 entry
             }

@@ -57,6 +57,25 @@ impl Tier {
         }
     }
 
+    /// Monthly and yearly list prices in USD (platform-api.md, Limits).
+    pub fn price_monthly(self) -> f64 {
+        match self {
+            Tier::Free => 0.0,
+            Tier::Basic => 49.0,
+            Tier::Pro => 149.0,
+            Tier::Enterprise => 499.0,
+        }
+    }
+
+    pub fn price_yearly(self) -> f64 {
+        match self {
+            Tier::Free => 0.0,
+            Tier::Basic => 470.0,
+            Tier::Pro => 1430.0,
+            Tier::Enterprise => 4790.0,
+        }
+    }
+
     /// The tier whose limits apply: a free user in an active trial gets basic's (decisions.md).
     pub fn effective(self, trial_active: bool) -> Tier {
         if self == Tier::Free && trial_active {

@@ -22,6 +22,7 @@ pub fn routes() -> Vec<Route> {
         audit_logs,
         users,
         user,
+        metrics,
         update_user,
         activate_kill_switch,
         kill_switch,
@@ -71,6 +72,14 @@ async fn users(
         status: status.map(str::to_string),
     };
     user_admin::list(app, &filter, page).await.map(ok)
+}
+
+#[get("/admin/metrics")]
+async fn metrics(
+    app: &State<App>,
+    _admin: AdminUser,
+) -> ApiResult<Success<crate::admin::metrics::Metrics>> {
+    crate::admin::metrics::collect(app).await.map(ok)
 }
 
 #[get("/admin/users/<user_id>")]
