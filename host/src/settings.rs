@@ -88,7 +88,7 @@ impl Settings {
         let section = |name: &str| stored.get(name).and_then(Value::as_object);
         let trading = section("trading");
         let get = |key: &str| trading.and_then(|t| t.get(key));
-        let settings = Settings {
+        Settings {
             trading: TradingSettings {
                 risk_level: get("risk_level")
                     .and_then(Value::as_str)
@@ -143,8 +143,7 @@ impl Settings {
                     (key.to_string(), value.unwrap_or(*default))
                 })
                 .collect(),
-        };
-        settings
+        }
     }
 
     /// The position size the engine allows: the setting, capped by the tier.

@@ -157,10 +157,8 @@ pub async fn list_for_admin(
     let pattern = filter.search.as_deref().map(|s| {
         format!(
             "%{}%",
-            s.to_lowercase()
-                .replace('\\', "")
-                .replace('%', "")
-                .replace('_', "")
+            // LIKE wildcards in the search are dropped, not interpreted.
+            s.to_lowercase().replace(['\\', '%', '_'], "")
         )
     });
     let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
