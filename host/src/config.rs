@@ -88,6 +88,8 @@ pub struct AppConfig {
     pub scan_parallelism: usize,
     /// Starting cash of a new trading account (`TRADEHOST_INITIAL_CAPITAL`).
     pub initial_capital: rust_decimal::Decimal,
+    /// Shared secret of the payment provider's webhook signatures (`PAYMENT_WEBHOOK_SECRET`).
+    pub payment_webhook_secret: Option<String>,
     /// Lets a scraper read `/metrics` with this bearer token (`TRADEHOST_METRICS_TOKEN`).
     pub metrics_token: Option<String>,
     /// Strategy plugin of a bot started without naming one.
@@ -258,6 +260,7 @@ impl AppConfig {
             scan_parallelism,
             initial_capital,
             metrics_token: env("TRADEHOST_METRICS_TOKEN"),
+            payment_webhook_secret: env("PAYMENT_WEBHOOK_SECRET"),
             default_strategy: env("TRADEHOST_DEFAULT_STRATEGY")
                 .unwrap_or_else(|| "ema-cross".to_string()),
             default_pairs,

@@ -61,6 +61,8 @@ pub struct AppInner {
     pub engine: engine::Engine,
     pub vault: vault::Vault,
     pub requests: telemetry::RequestStats,
+    pub payments: Box<dyn billing::provider::PaymentProvider>,
+    pub usage: billing::usage::UsageCounter,
     /// Bearer token that may read `/metrics` without an admin session (`TRADEHOST_METRICS_TOKEN`).
     pub metrics_token: Option<String>,
     /// The in-process limiter, kept concrete for its sweeper; `limiter` is what the code uses.
@@ -90,6 +92,8 @@ impl App {
             engine: engine::Engine::default(),
             vault: vault::Vault::new(&secrets.vault_key),
             requests: telemetry::RequestStats::default(),
+            payments: Box::new(billing::provider::LocalProvider),
+            usage: billing::usage::UsageCounter::default(),
             metrics_token: config.metrics_token.clone(),
             jwt: Jwt::new(&secrets.jwt_secret, config.access_token_ttl),
             passwords: Passwords::for_this_machine(),
@@ -124,6 +128,12 @@ impl App {
             loop {
                 tick.tick().await;
                 sweeper.sweep_caches();
+                if let Err(err) = sweeper.usage.flush(&sweeper).await {
+                    tracing::warn!(error = %err, "writing API-call counts failed");
+                }
+                if let Err(err) = billing::subscriptions::renew_due(&sweeper).await {
+                    tracing::error!(error = %err, "renewing subscriptions failed");
+                }
             }
         });
     }

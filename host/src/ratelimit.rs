@@ -228,7 +228,10 @@ impl Fairing for RateLimitFairing {
             .unwrap_or_else(|| "unknown".into());
         let (key, limit) = match Bearer::of(req) {
             Bearer::Valid(claims) => (
-                format!("user:{}", claims.sub),
+                {
+                    app.usage.api_call(&claims.sub);
+                    format!("user:{}", claims.sub)
+                },
                 app.user_limits.per_minute(app, &claims.sub).await,
             ),
             _ if is_auth_route(&path) => (format!("auth-ip:{ip}"), app.config.auth_rate_limit),

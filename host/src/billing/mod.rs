@@ -1,3 +1,8 @@
-//! Plans and tiers; subscriptions, proration and payments build on this.
+//! Plans and tiers, subscriptions with proration and payments, usage counting and the payment
+//! provider's webhook.
 
 pub mod plans;
+pub mod provider;
+pub mod subscriptions;
+pub mod usage;
+pub mod webhook;

@@ -5,6 +5,7 @@
 //! both backends accept; SQL that must differ branches on [`Backend`] in the module that needs it.
 
 pub mod audit;
+pub mod billing;
 pub mod brokers;
 pub mod outbox;
 pub mod plugins;

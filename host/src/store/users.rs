@@ -221,3 +221,34 @@ pub async fn update_by_admin<'e>(
     .await?;
     Ok(())
 }
+
+/// Sets the tier billing decided; any trial is over.
+pub async fn set_tier<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    id: &str,
+    tier: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE users SET subscription_tier = $2, trial_ends_at = NULL, updated_at = $3 WHERE id = $1")
+        .bind(id)
+        .bind(tier)
+        .bind(now)
+        .execute(exec)
+        .await?;
+    Ok(())
+}
+
+pub async fn set_status<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    id: &str,
+    status: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE users SET status = $2, updated_at = $3 WHERE id = $1")
+        .bind(id)
+        .bind(status)
+        .bind(now)
+        .execute(exec)
+        .await?;
+    Ok(())
+}

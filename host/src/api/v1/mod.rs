@@ -6,6 +6,7 @@ pub mod analytics;
 pub mod auth;
 pub mod config;
 pub mod plugins;
+pub mod subscription;
 pub mod trading;
 pub mod webhooks;
 
@@ -20,6 +21,7 @@ pub fn routes() -> Vec<Route> {
         account::routes(),
         analytics::routes(),
         config::routes(),
+        subscription::routes(),
         webhooks::routes(),
     ]
     .concat()

@@ -1,0 +1,703 @@
+//! Subscriptions: plans, the current subscription, upgrades with proration, cancellation with
+//! refunds, renewal at the end of a period, and the usage figures of the period.
+//!
+//! Money is `Decimal` rounded to cents. A user without a paid subscription is on `free`, in a
+//! trial for the first 14 days (basic's limits).
+
+use chrono::Datelike as _;
+use chrono::Duration as ChronoDuration;
+use rust_decimal::Decimal;
+use rust_decimal::prelude::FromPrimitive;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::plans::{Entitlement, Tier};
+use super::provider::Charge;
+use crate::App;
+use crate::auth::ClientMeta;
+use crate::auth::sessions::Principal;
+use crate::engine::accounting::float;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::store::audit::{self, Actor};
+use crate::store::billing::{self as rows, Payment, SubscriptionRow};
+use crate::store::{self, iso8601, new_id, now_ms, users};
+
+pub const DAY_MS: i64 = 86_400_000;
+
+fn cents(value: f64) -> Decimal {
+    Decimal::from_f64(value).unwrap_or_default().round_dp(2)
+}
+
+fn period_ms(interval: &str) -> i64 {
+    if interval == "yearly" {
+        365 * DAY_MS
+    } else {
+        30 * DAY_MS
+    }
+}
+
+fn price(tier: Tier, interval: &str) -> Decimal {
+    cents(if interval == "yearly" {
+        tier.price_yearly()
+    } else {
+        tier.price_monthly()
+    })
+}
+
+// ----- plans -----
+
+#[derive(Debug, Serialize)]
+pub struct PlanLimits {
+    pub max_position_size_usd: f64,
+    pub max_positions: u32,
+    pub max_daily_trades: u32,
+    pub api_calls_per_minute: u32,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Plan {
+    pub tier: &'static str,
+    pub name: &'static str,
+    pub price_monthly: f64,
+    pub price_yearly: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub yearly_savings: Option<f64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub popular: bool,
+    pub features: Vec<String>,
+    pub limits: PlanLimits,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Plans {
+    pub plans: Vec<Plan>,
+}
+
+fn features(tier: Tier) -> Vec<String> {
+    let limits = tier.limits();
+    let mut features = vec![
+        if limits.live_trading {
+            "Paper and live trading".to_string()
+        } else {
+            "Paper trading".to_string()
+        },
+        format!("Up to {} open positions", limits.max_positions),
+        format!("{} trades a day", limits.max_daily_trades),
+        format!("{} API calls a minute", limits.api_calls_per_minute),
+        match limits.max_exchange_connections {
+            Some(n) => format!("{n} exchange connection{}", if n == 1 { "" } else { "s" }),
+            None => "Unlimited exchange connections".to_string(),
+        },
+        "Sandboxed strategy and risk plugins".to_string(),
+        "Real-time WebSocket stream".to_string(),
+    ];
+    if tier != Tier::Free {
+        features.push(format!("Positions up to ${}", limits.max_position_size_usd));
+        features.push("Signal webhooks".to_string());
+    }
+    features
+}
+
+pub fn plans() -> Plans {
+    Plans {
+        plans: Tier::ALL
+            .iter()
+            .map(|&tier| {
+                let limits = tier.limits();
+                Plan {
+                    tier: tier.as_str(),
+                    name: match tier {
+                        Tier::Free => "Free",
+                        Tier::Basic => "Basic",
+                        Tier::Pro => "Pro",
+                        Tier::Enterprise => "Enterprise",
+                    },
+                    price_monthly: tier.price_monthly(),
+                    price_yearly: tier.price_yearly(),
+                    yearly_savings: (tier != Tier::Free)
+                        .then(|| tier.price_monthly() * 12.0 - tier.price_yearly()),
+                    popular: tier == Tier::Pro,
+                    features: features(tier),
+                    limits: PlanLimits {
+                        max_position_size_usd: limits.max_position_size_usd,
+                        max_positions: limits.max_positions,
+                        max_daily_trades: limits.max_daily_trades,
+                        api_calls_per_minute: limits.api_calls_per_minute,
+                    },
+                }
+            })
+            .collect(),
+    }
+}
+
+// ----- the current subscription -----
+
+#[derive(Debug, Serialize)]
+pub struct SubscriptionView {
+    pub subscription_id: Option<String>,
+    pub tier: String,
+    pub interval: String,
+    pub status: String,
+    pub current_period_start: String,
+    pub current_period_end: Option<String>,
+    pub cancel_at_period_end: bool,
+    pub trial_active: bool,
+    pub trial_ends_at: Option<String>,
+    pub amount: f64,
+    pub currency: String,
+    pub payment_method: Option<Value>,
+    pub next_billing_date: Option<String>,
+    pub next_billing_amount: f64,
+}
+
+async fn account(app: &App, user_id: &str) -> ApiResult<users::UserRow> {
+    users::by_id(&app.db.pool, user_id)
+        .await?
+        .ok_or_else(|| ApiError::code(ErrorCode::TokenInvalid))
+}
+
+pub async fn current(app: &App, user: &Principal) -> ApiResult<SubscriptionView> {
+    let account = account(app, &user.user_id).await?;
+    let entitlement = Entitlement::of(&account, now_ms());
+    let subscription = rows::subscription(&app.db.pool, &user.user_id).await?;
+    Ok(match subscription.filter(|s| s.status != "cancelled") {
+        Some(s) => {
+            let renews = s.cancel_at_period_end == 0;
+            SubscriptionView {
+                subscription_id: Some(s.id),
+                tier: s.tier,
+                interval: s.billing_interval,
+                status: s.status,
+                current_period_start: iso8601(s.current_period_start),
+                current_period_end: Some(iso8601(s.current_period_end)),
+                cancel_at_period_end: !renews,
+                trial_active: false,
+                trial_ends_at: None,
+                amount: float(s.amount.parse().unwrap_or_default()),
+                currency: s.currency,
+                payment_method: s.payment_method.and_then(|m| serde_json::from_str(&m).ok()),
+                next_billing_date: renews.then(|| iso8601(s.current_period_end)),
+                next_billing_amount: if renews {
+                    float(s.amount.parse().unwrap_or_default())
+                } else {
+                    0.0
+                },
+            }
+        }
+        None => SubscriptionView {
+            subscription_id: None,
+            tier: account.subscription_tier.clone(),
+            interval: "monthly".into(),
+            status: if entitlement.trial_active {
+                "trialing"
+            } else {
+                "active"
+            }
+            .into(),
+            current_period_start: iso8601(account.created_at),
+            current_period_end: account
+                .trial_ends_at
+                .filter(|_| entitlement.trial_active)
+                .map(iso8601),
+            cancel_at_period_end: false,
+            trial_active: entitlement.trial_active,
+            trial_ends_at: account.trial_ends_at.map(iso8601),
+            amount: 0.0,
+            currency: "USD".into(),
+            payment_method: None,
+            next_billing_date: None,
+            next_billing_amount: 0.0,
+        },
+    })
+}
+
+// ----- upgrade -----
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpgradeRequest {
+    pub tier: String,
+    #[serde(default = "monthly")]
+    pub interval: String,
+    pub payment_method_id: String,
+}
+
+fn monthly() -> String {
+    "monthly".into()
+}
+
+#[derive(Debug, Serialize)]
+pub struct Upgraded {
+    pub subscription_id: String,
+    pub message: String,
+    pub tier: String,
+    pub interval: String,
+    pub amount: f64,
+    pub proration_credit: f64,
+    pub amount_due_now: f64,
+    pub effective_immediately: bool,
+}
+
+/// Unused fraction of the current period times what was paid for it.
+fn unused_value(s: &SubscriptionRow, now: i64) -> Decimal {
+    let total = (s.current_period_end - s.current_period_start).max(1);
+    let left = (s.current_period_end - now).clamp(0, total);
+    let paid: Decimal = s.amount.parse().unwrap_or_default();
+    (paid * Decimal::from(left) / Decimal::from(total)).round_dp(2)
+}
+
+/// What a payment method id tells about the card (the local provider keeps no card data).
+fn payment_method(id: &str) -> Value {
+    let digits: String = id.chars().filter(char::is_ascii_digit).collect();
+    let last4 = if digits.len() >= 4 {
+        digits[digits.len() - 4..].to_string()
+    } else {
+        "4242".into()
+    };
+    let brand = ["visa", "mastercard", "amex"]
+        .into_iter()
+        .find(|b| id.to_lowercase().contains(b))
+        .unwrap_or("card");
+    json!({"type": "card", "last4": last4, "brand": brand, "exp_month": 12, "exp_year": 2030})
+}
+
+pub async fn upgrade(
+    app: &App,
+    user: &Principal,
+    meta: &ClientMeta,
+    request: UpgradeRequest,
+) -> ApiResult<Upgraded> {
+    let tier = Tier::parse(&request.tier)
+        .filter(|t| *t != Tier::Free)
+        .ok_or_else(|| {
+            ApiError::invalid_field(
+                "tier",
+                "one of basic, pro, enterprise (cancel to return to free)",
+            )
+        })?;
+    if !["monthly", "yearly"].contains(&request.interval.as_str()) {
+        return Err(ApiError::invalid_field("interval", "monthly or yearly"));
+    }
+    let method_id = request.payment_method_id.trim();
+    if method_id.is_empty() || method_id.len() > 255 {
+        return Err(ApiError::invalid_field(
+            "payment_method_id",
+            "a payment method id",
+        ));
+    }
+    let now = now_ms();
+    let existing = rows::subscription(&app.db.pool, &user.user_id)
+        .await?
+        .filter(|s| s.status == "active");
+    if let Some(s) = &existing
+        && s.tier == tier.as_str()
+        && s.billing_interval == request.interval
+        && s.cancel_at_period_end == 0
+    {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!("You are already on {} {}", s.tier, s.billing_interval),
+        ));
+    }
+    let amount = price(tier, &request.interval);
+    let credit = existing
+        .as_ref()
+        .map_or(Decimal::ZERO, |s| -unused_value(s, now));
+    let due = (amount + credit).max(Decimal::ZERO);
+    let subscription_id = new_id();
+    let customer_id = existing
+        .as_ref()
+        .map(|s| s.customer_id.clone())
+        .unwrap_or_else(|| {
+            format!(
+                "cus_{}",
+                &crate::plugins::registry::sha256_hex(user.user_id.as_bytes())[..24]
+            )
+        });
+    let reference = app
+        .payments
+        .charge(&Charge {
+            customer_id: &customer_id,
+            payment_method_id: method_id,
+            amount: due,
+            currency: "USD",
+            description: &format!("tradehost {} ({})", tier.as_str(), request.interval),
+        })
+        .await?;
+    let row = SubscriptionRow {
+        id: subscription_id.clone(),
+        user_id: user.user_id.clone(),
+        tier: tier.as_str().into(),
+        billing_interval: request.interval.clone(),
+        status: "active".into(),
+        current_period_start: now,
+        current_period_end: now + period_ms(&request.interval),
+        cancel_at_period_end: 0,
+        amount: amount.to_string(),
+        currency: "USD".into(),
+        payment_method: Some(payment_method(method_id).to_string()),
+        customer_id,
+        cancelled_at: None,
+        cancel_reason: None,
+        created_at: now,
+    };
+    let mut tx = app.db.pool.begin().await?;
+    rows::put(&mut *tx, &row, now).await?;
+    rows::insert_payment(
+        &mut *tx,
+        &Payment {
+            id: &new_id(),
+            user_id: &user.user_id,
+            subscription_id: &subscription_id,
+            kind: "charge",
+            amount: &due.to_string(),
+            currency: "USD",
+            provider: app.payments.name(),
+            provider_reference: &reference,
+            description: &format!(
+                "upgrade to {} {}, proration credit {credit}",
+                tier.as_str(),
+                request.interval
+            ),
+            created_at: now,
+        },
+    )
+    .await?;
+    users::set_tier(&mut *tx, &user.user_id, tier.as_str(), now).await?;
+    audit::record(
+        &mut *tx,
+        "subscription.upgraded",
+        &Actor {
+            user_id: Some(&user.user_id),
+            ip_address: meta.ip.as_deref(),
+            user_agent: meta.user_agent.as_deref(),
+        },
+        json!({"tier": tier.as_str(), "interval": request.interval, "amount_due_now": float(due)}),
+    )
+    .await?;
+    tx.commit().await?;
+    entitlement_changed(app, &user.user_id).await?;
+    Ok(Upgraded {
+        subscription_id,
+        message: format!(
+            "Subscribed to {} ({}), effective now",
+            tier.as_str(),
+            request.interval
+        ),
+        tier: tier.as_str().into(),
+        interval: request.interval,
+        amount: float(amount),
+        proration_credit: float(credit),
+        amount_due_now: float(due),
+        effective_immediately: true,
+    })
+}
+
+/// The new limits apply at once: rate limits, settings defaults and the engine's checks.
+async fn entitlement_changed(app: &App, user_id: &str) -> ApiResult<()> {
+    app.user_limits.forget(user_id);
+    crate::engine::entitlement_changed(app, user_id).await
+}
+
+// ----- cancel -----
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRequest {
+    #[serde(default)]
+    pub cancel_immediately: bool,
+    pub reason: Option<String>,
+    pub feedback: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Cancelled {
+    pub message: String,
+    pub cancel_at_period_end: bool,
+    pub access_until: String,
+    pub refund_amount: f64,
+}
+
+pub async fn cancel(
+    app: &App,
+    user: &Principal,
+    meta: &ClientMeta,
+    request: CancelRequest,
+) -> ApiResult<Cancelled> {
+    let now = now_ms();
+    let Some(mut s) = rows::subscription(&app.db.pool, &user.user_id)
+        .await?
+        .filter(|s| s.status == "active")
+    else {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            "There is no paid subscription to cancel",
+        ));
+    };
+    if request.reason.as_ref().is_some_and(|r| r.len() > 2000)
+        || request.feedback.as_ref().is_some_and(|f| f.len() > 10_000)
+    {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            "reason or feedback is too long",
+        ));
+    }
+    let refund = if request.cancel_immediately {
+        unused_value(&s, now)
+    } else {
+        Decimal::ZERO
+    };
+    let reference = if refund > Decimal::ZERO {
+        Some(app.payments.refund(&s.customer_id, refund, "USD").await?)
+    } else {
+        None
+    };
+    s.cancel_reason = request.reason.clone();
+    let access_until = if request.cancel_immediately {
+        s.status = "cancelled".into();
+        s.cancelled_at = Some(now);
+        s.current_period_end = now;
+        now
+    } else {
+        s.cancel_at_period_end = 1;
+        s.current_period_end
+    };
+    let mut tx = app.db.pool.begin().await?;
+    rows::put(&mut *tx, &s, now).await?;
+    if let Some(reference) = &reference {
+        rows::insert_payment(
+            &mut *tx,
+            &Payment {
+                id: &new_id(),
+                user_id: &user.user_id,
+                subscription_id: &s.id,
+                kind: "refund",
+                amount: &refund.to_string(),
+                currency: "USD",
+                provider: app.payments.name(),
+                provider_reference: reference,
+                description: "refund of the unused part of the period",
+                created_at: now,
+            },
+        )
+        .await?;
+    }
+    if request.cancel_immediately {
+        users::set_tier(&mut *tx, &user.user_id, "free", now).await?;
+    }
+    audit::record(
+        &mut *tx,
+        "subscription.cancelled",
+        &Actor { user_id: Some(&user.user_id), ip_address: meta.ip.as_deref(), user_agent: meta.user_agent.as_deref() },
+        json!({"immediately": request.cancel_immediately, "reason": request.reason, "feedback": request.feedback, "refund": float(refund)}),
+    )
+    .await?;
+    tx.commit().await?;
+    entitlement_changed(app, &user.user_id).await?;
+    Ok(Cancelled {
+        message: if request.cancel_immediately {
+            "Subscription cancelled; the free plan applies from now".into()
+        } else {
+            format!(
+                "Subscription cancelled; {} stays available until the period ends",
+                s.tier
+            )
+        },
+        cancel_at_period_end: !request.cancel_immediately,
+        access_until: iso8601(access_until),
+        refund_amount: float(refund),
+    })
+}
+
+/// Ends the periods that are over: a cancelled one returns the user to free, a running one is
+/// charged again and renewed. Called by the background loop.
+pub async fn renew_due(app: &App) -> anyhow::Result<usize> {
+    let now = now_ms();
+    let due = rows::due(&app.db.pool, now).await?;
+    for mut s in due.clone() {
+        let mut tx = app.db.pool.begin().await?;
+        if s.cancel_at_period_end != 0 {
+            s.status = "cancelled".into();
+            s.cancelled_at = Some(now);
+            users::set_tier(&mut *tx, &s.user_id, "free", now).await?;
+        } else {
+            let amount: Decimal = s.amount.parse().unwrap_or_default();
+            let reference = app
+                .payments
+                .charge(&Charge {
+                    customer_id: &s.customer_id,
+                    payment_method_id: "on-file",
+                    amount,
+                    currency: &s.currency,
+                    description: "renewal",
+                })
+                .await
+                .map_err(|err| anyhow::anyhow!("renewal charge failed: {err}"))?;
+            rows::insert_payment(
+                &mut *tx,
+                &Payment {
+                    id: &new_id(),
+                    user_id: &s.user_id,
+                    subscription_id: &s.id,
+                    kind: "charge",
+                    amount: &s.amount,
+                    currency: &s.currency,
+                    provider: app.payments.name(),
+                    provider_reference: &reference,
+                    description: "renewal",
+                    created_at: now,
+                },
+            )
+            .await?;
+            s.current_period_start = s.current_period_end;
+            s.current_period_end += period_ms(&s.billing_interval);
+        }
+        rows::put(&mut *tx, &s, now).await?;
+        tx.commit().await?;
+        let _ = entitlement_changed(app, &s.user_id).await;
+    }
+    Ok(due.len())
+}
+
+// ----- usage -----
+
+#[derive(Debug, Serialize)]
+pub struct UsageCounters {
+    pub api_calls: i64,
+    pub api_calls_limit: i64,
+    pub trades_executed: i64,
+    pub trades_limit: i64,
+    pub positions_opened: i64,
+    pub max_concurrent_positions: i64,
+    pub max_concurrent_positions_limit: i64,
+    pub brokers_connected: i64,
+    pub brokers_limit: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Usage {
+    pub period_start: String,
+    pub period_end: String,
+    pub usage: UsageCounters,
+    pub overage: bool,
+    pub warnings: Vec<String>,
+}
+
+pub async fn usage(app: &App, user: &Principal) -> ApiResult<Usage> {
+    let db = &app.db.pool;
+    let now = now_ms();
+    let account = account(app, &user.user_id).await?;
+    let entitlement = Entitlement::of(&account, now);
+    let limits = entitlement.limits();
+    // The paid period, or else the calendar month.
+    let (start, end) = match rows::subscription(db, &user.user_id)
+        .await?
+        .filter(|s| s.status == "active")
+    {
+        Some(s) => (s.current_period_start, s.current_period_end),
+        None => {
+            let today = chrono::DateTime::from_timestamp_millis(now)
+                .unwrap_or_default()
+                .date_naive();
+            let first = today.with_day(1).unwrap_or(today);
+            let next = (first + ChronoDuration::days(32))
+                .with_day(1)
+                .unwrap_or(first);
+            let ms = |d: chrono::NaiveDate| {
+                d.and_hms_opt(0, 0, 0)
+                    .unwrap_or_default()
+                    .and_utc()
+                    .timestamp_millis()
+            };
+            (ms(first), ms(next))
+        }
+    };
+    // Trades are counted against the daily limit; the period's figure is compared with it per day.
+    let opened = rows::opens_since(db, &user.user_id, start).await?;
+    let today_opened =
+        rows::opens_since(db, &user.user_id, now.div_euclid(DAY_MS) * DAY_MS).await?;
+    app.usage.flush_user(app, &user.user_id).await?;
+    let api_calls = rows::api_calls_since(db, &user.user_id, start.div_euclid(DAY_MS)).await?;
+    let peak = peak_concurrent(app, &user.user_id, start).await?;
+    let brokers = store::brokers::list(db, &user.user_id).await?.len() as i64;
+    let days = ((end - start) as f64 / DAY_MS as f64).ceil().max(1.0) as i64;
+    let counters = UsageCounters {
+        api_calls,
+        api_calls_limit: limits.api_calls_per_minute as i64 * 60 * 24 * days,
+        trades_executed: today_opened,
+        trades_limit: limits.max_daily_trades as i64,
+        positions_opened: opened,
+        max_concurrent_positions: peak,
+        max_concurrent_positions_limit: limits.max_positions as i64,
+        brokers_connected: brokers,
+        brokers_limit: limits.max_exchange_connections.map(i64::from),
+    };
+    let mut warnings = Vec::new();
+    let mut overage = false;
+    let mut check = |name: &str, used: i64, limit: Option<i64>| {
+        let Some(limit) = limit.filter(|l| *l > 0) else {
+            return;
+        };
+        if used > limit {
+            overage = true;
+            warnings.push(format!("{name}: {used} of {limit}, over the limit"));
+        } else if used * 10 >= limit * 8 {
+            warnings.push(format!(
+                "{name}: {used} of {limit} ({}%)",
+                used * 100 / limit
+            ));
+        }
+    };
+    check(
+        "api_calls",
+        counters.api_calls,
+        Some(counters.api_calls_limit),
+    );
+    check(
+        "trades_executed (today)",
+        counters.trades_executed,
+        Some(counters.trades_limit),
+    );
+    check(
+        "max_concurrent_positions",
+        counters.max_concurrent_positions,
+        Some(counters.max_concurrent_positions_limit),
+    );
+    check(
+        "brokers_connected",
+        counters.brokers_connected,
+        counters.brokers_limit,
+    );
+    Ok(Usage {
+        period_start: iso8601(start),
+        period_end: iso8601(end),
+        usage: counters,
+        overage,
+        warnings,
+    })
+}
+
+/// The most positions open at once since `since`, replaying the ledger.
+async fn peak_concurrent(app: &App, user_id: &str, since: i64) -> ApiResult<i64> {
+    let rows: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT position_id, action, created_at FROM ledger WHERE user_id = $1 ORDER BY created_at, action",
+    )
+    .bind(user_id)
+    .fetch_all(&app.db.pool)
+    .await?;
+    let mut open = std::collections::HashSet::new();
+    let mut peak = 0usize;
+    for (position_id, action, at) in rows {
+        if action == "OPEN" {
+            open.insert(position_id);
+        } else {
+            let _ = open.remove(&position_id);
+        }
+        if at >= since {
+            peak = peak.max(open.len());
+        }
+    }
+    let still_open =
+        crate::store::trading::count_open_positions(&app.db.pool, user_id, None).await? as usize;
+    Ok(peak.max(still_open) as i64)
+}
