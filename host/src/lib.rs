@@ -14,6 +14,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod export;
 pub mod mail;
 pub mod plugins;
 pub mod ratelimit;
@@ -130,6 +131,9 @@ impl App {
                 sweeper.sweep_caches();
                 if let Err(err) = sweeper.usage.flush(&sweeper).await {
                     tracing::warn!(error = %err, "writing API-call counts failed");
+                }
+                if let Err(err) = export::sweep(&sweeper).await {
+                    tracing::warn!(error = %err, "removing expired exports failed");
                 }
                 if let Err(err) = billing::subscriptions::renew_due(&sweeper).await {
                     tracing::error!(error = %err, "renewing subscriptions failed");

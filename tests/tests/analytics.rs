@@ -164,4 +164,81 @@ async fn analytics_summarise_the_history() {
         .await;
     assert_eq!(dashboard.data()["month"]["trades"], 0);
     assert!(dashboard.data()["top_performer"].is_null());
+
+    // Exports: CSV of the trades and JSON of the ledger, through a link that only its token opens.
+    let export = server
+        .post(
+            "/api/v1/analytics/export",
+            Some(&token),
+            json!({"format": "csv", "data_type": "trades"}),
+        )
+        .await;
+    export.expect(200);
+    let url = export.data()["download_url"].as_str().unwrap().to_string();
+    assert!(export.data()["expires_at"].is_string());
+    let download = reqwest::get(server.url(&url)).await.unwrap();
+    assert_eq!(download.status(), 200);
+    assert!(
+        download.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/csv")
+    );
+    let size = export.data()["file_size_bytes"].as_u64().unwrap();
+    let text = download.text().await.unwrap();
+    assert_eq!(text.len() as u64, size);
+    let mut lines = text.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("trade_id,status,symbol,side,quantity")
+    );
+    assert_eq!(lines.count(), closed.len());
+
+    let ledger = server
+        .post(
+            "/api/v1/analytics/export",
+            Some(&token),
+            json!({"format": "json", "data_type": "ledger"}),
+        )
+        .await;
+    let url = ledger.data()["download_url"].as_str().unwrap().to_string();
+    let body: Value = reqwest::get(server.url(&url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let entries = server
+        .count(&format!(
+            "SELECT COUNT(*) FROM ledger WHERE user_id = '{user_id}'"
+        ))
+        .await;
+    assert_eq!(body["rows"].as_array().unwrap().len() as i64, entries);
+
+    let (base, _) = url.split_once("?token=").unwrap();
+    let forged = reqwest::get(server.url(&format!("{base}?token={}", "0".repeat(64))))
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 401);
+    assert_eq!(reqwest::get(server.url(base)).await.unwrap().status(), 401);
+    server.exec("UPDATE exports SET expires_at = 0").await;
+    let expired: Value = reqwest::get(server.url(&url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(expired["error"]["code"], "TOKEN_EXPIRED");
+    for (body, field) in [
+        (json!({"format": "xlsx", "data_type": "trades"}), "format"),
+        (json!({"format": "csv", "data_type": "orders"}), "data_type"),
+    ] {
+        let refused = server
+            .post("/api/v1/analytics/export", Some(&token), body)
+            .await;
+        refused.expect_error(400, "INVALID_REQUEST");
+        assert_eq!(refused.json["error"]["details"]["field"], field);
+    }
 }
