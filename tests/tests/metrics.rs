@@ -14,12 +14,29 @@ async fn metrics_come_from_real_counters() {
         .await;
     let admin = server.admin_token().await;
     let (_, user) = server.user(&email("counted")).await;
-    let (pro_id, _) = server.user(&email("pro")).await;
+    let (_, pro) = server.user(&email("pro")).await;
     server
-        .put(
-            &format!("/api/v1/admin/users/{pro_id}"),
-            Some(&admin),
-            json!({"subscription_tier": "pro"}),
+        .post(
+            "/api/v1/subscription/upgrade",
+            Some(&pro),
+            json!({"tier": "pro", "interval": "monthly", "payment_method_id": "pm_visa_4242"}),
+        )
+        .await
+        .expect(200);
+    let (_, yearly) = server.user(&email("yearly")).await;
+    server
+        .post(
+            "/api/v1/subscription/upgrade",
+            Some(&yearly),
+            json!({"tier": "basic", "interval": "yearly", "payment_method_id": "pm_visa_4242"}),
+        )
+        .await
+        .expect(200);
+    server
+        .post(
+            "/api/v1/subscription/cancel",
+            Some(&yearly),
+            json!({"cancel_immediately": true}),
         )
         .await
         .expect(200);
@@ -50,9 +67,9 @@ async fn metrics_come_from_real_counters() {
     let metrics = server.get("/api/v1/admin/metrics", Some(&admin)).await;
     metrics.expect(200);
     let m = metrics.data();
-    assert_eq!(m["users"]["total"], 3);
+    assert_eq!(m["users"]["total"], 4);
     assert_eq!(m["users"]["pro"], 1);
-    assert_eq!(m["users"]["free"], 2);
+    assert_eq!(m["users"]["free"], 3);
     assert!(m["users"]["active_today"].as_i64().unwrap() >= 2);
     assert_eq!(m["trading"]["bots_running"], 1);
     assert!(
@@ -61,8 +78,10 @@ async fn metrics_come_from_real_counters() {
     );
     assert!(m["system"]["avg_response_time_ms"].as_f64().unwrap() > 0.0);
     assert_eq!(m["system"]["error_rate"], 0.0);
+    // One active monthly pro subscription; one of the two subscriptions was cancelled.
     assert_eq!(m["revenue"]["mrr"], 149.0);
     assert_eq!(m["revenue"]["arr"], 1788.0);
+    assert_eq!(m["revenue"]["churn_rate"], 0.5);
 
     // Prometheus: the admin's token or the scrape token; anyone else is refused.
     let scraped = server.get("/metrics", Some(SCRAPE_TOKEN)).await;

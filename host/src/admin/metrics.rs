@@ -8,7 +8,6 @@ use serde::Serialize;
 use sqlx::{Any, Executor};
 
 use crate::App;
-use crate::billing::plans::Tier;
 use crate::engine::accounting::float;
 use crate::error::ApiResult;
 use crate::store::now_ms;
@@ -79,17 +78,38 @@ pub async fn collect(app: &App) -> ApiResult<Metrics> {
             .fetch_all(db)
             .await?;
     let tier_count = |tier: &str| tiers.iter().find(|(t, _)| t == tier).map_or(0, |(_, n)| *n);
-    // Monthly revenue of the paid tiers users hold now (trials pay nothing).
-    let paid: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT subscription_tier, COUNT(*) FROM users WHERE status = 'active' AND subscription_tier <> 'free' \
-         GROUP BY subscription_tier",
-    )
-    .fetch_all(db)
-    .await?;
-    let mrr: f64 = paid
+    // Revenue from recorded subscriptions: the monthly equivalent of every active one; churn is
+    // the share of subscriptions live 30 days ago (or started since) that have been cancelled.
+    let subscriptions: Vec<(String, String, String, Option<i64>)> =
+        sqlx::query_as("SELECT status, billing_interval, amount, cancelled_at FROM subscriptions")
+            .fetch_all(db)
+            .await?;
+    let month_ago = now_ms() - 30 * DAY_MS;
+    let mrr: Decimal = subscriptions
         .iter()
-        .filter_map(|(tier, n)| Tier::parse(tier).map(|t| t.price_monthly() * *n as f64))
+        .filter(|(status, ..)| status == "active")
+        .map(|(_, interval, amount, _)| {
+            let amount: Decimal = amount.parse().unwrap_or_default();
+            if interval == "yearly" {
+                amount / Decimal::from(12)
+            } else {
+                amount
+            }
+        })
         .sum();
+    let churned = subscriptions
+        .iter()
+        .filter(|(status, .., cancelled)| {
+            status == "cancelled" && cancelled.is_some_and(|at| at >= month_ago)
+        })
+        .count();
+    let base = subscriptions
+        .iter()
+        .filter(|(status, .., cancelled)| {
+            status != "cancelled" || cancelled.is_some_and(|at| at >= month_ago)
+        })
+        .count();
+    let mrr = float(mrr.round_dp(2));
     let notional: Vec<String> =
         sqlx::query_scalar("SELECT notional FROM ledger WHERE created_at >= $1")
             .bind(day_ago)
@@ -148,8 +168,11 @@ pub async fn collect(app: &App) -> ApiResult<Metrics> {
         revenue: RevenueFigures {
             mrr,
             arr: mrr * 12.0,
-            // No cancellations are recorded until billing is in place.
-            churn_rate: 0.0,
+            churn_rate: if base == 0 {
+                0.0
+            } else {
+                churned as f64 / base as f64
+            },
         },
     })
 }
