@@ -380,6 +380,104 @@ impl Server {
         (id, login["access_token"].as_str().unwrap().to_string())
     }
 
+    /// A WebSocket on `/ws/v1`, signed in as the token's user and subscribed to `channels`, once
+    /// the server has acknowledged each (so no event after this returns is missed).
+    pub async fn socket(&self, token: &str, channels: &[&str]) -> Socket {
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+
+        let (mut socket, _) = tokio_tungstenite::connect_async(self.ws_url("/ws/v1"))
+            .await
+            .expect("the WebSocket connects");
+        let mut send = Vec::new();
+        send.push(json!({"type": "auth", "token": format!("Bearer {token}")}));
+        send.extend(
+            channels
+                .iter()
+                .map(|c| json!({"type": "subscribe", "channel": c})),
+        );
+        for message in send {
+            socket
+                .send(Message::text(message.to_string()))
+                .await
+                .unwrap();
+        }
+        let mut acknowledged = 0;
+        while acknowledged < channels.len() + 1 {
+            let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
+                .await
+                .expect("the server acknowledges")
+                .expect("the socket stays open")
+                .expect("a frame");
+            if let Message::Text(text) = message {
+                let reply: Value = serde_json::from_str(&text).unwrap();
+                match reply["type"].as_str() {
+                    Some("auth_success" | "subscribed") => acknowledged += 1,
+                    Some("error") => panic!("the socket refused: {reply}"),
+                    _ => {}
+                }
+            }
+        }
+        socket
+    }
+
+    /// Connects the paper broker for the user; returns the connection's id.
+    pub async fn connect_paper(&self, token: &str) -> String {
+        let reply = self
+            .post(
+                "/api/v1/config/brokers",
+                Some(token),
+                json!({"broker": "paper", "api_key": "paper-key-1234", "api_secret": "paper-secret"}),
+            )
+            .await;
+        reply.expect(201);
+        reply.data()["broker_id"].as_str().unwrap().to_string()
+    }
+
+    /// Polls `path` until `check` passes on its data (or fails the test after `secs`).
+    pub async fn wait_for(
+        &self,
+        token: &str,
+        path: &str,
+        secs: u64,
+        check: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let reply = self.get(path, Some(token)).await;
+            reply.expect(200);
+            if check(reply.data()) {
+                return reply.data().clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting on {path}: {}",
+                reply.data()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits until the user's bot reports `running`.
+    pub async fn wait_running(&self, token: &str) -> Value {
+        self.wait_for(token, "/api/v1/trading/status", 20, |d| {
+            d["status"] == "running"
+        })
+        .await
+    }
+
+    /// Polls a count query until it reaches `at_least` (or fails the test after `secs`).
+    pub async fn wait_count(&self, sql: &str, at_least: i64, secs: u64) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while self.count(sql).await < at_least {
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {at_least} of: {sql}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Creates an admin through the CLI (the only way there is) and returns their access token.
     pub async fn admin_token(&self) -> String {
         let address = email("ops");
@@ -550,6 +648,10 @@ pub fn plugin_upload(dir: &str, crate_name: &str) -> Value {
         "wasm_base64": base64::engine::general_purpose::STANDARD.encode(wasm),
     })
 }
+
+/// A client WebSocket.
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// A unique e-mail address for this test.
 pub fn email(tag: &str) -> String {

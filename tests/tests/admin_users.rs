@@ -1,8 +1,6 @@
 //! `/admin/users`: search, filters and pagination; one user's picture; changing tier, status and
 //! notes, where a suspension ends the user's sessions and stops their bot at once.
 
-use std::time::{Duration, Instant};
-
 use reqwest::Method;
 use serde_json::json;
 use tradehost_blackbox::{PASSWORD, Server, email};
@@ -64,14 +62,7 @@ async fn admins_list_inspect_and_change_users() {
         .expect_error(400, "INVALID_REQUEST");
 
     // Alice runs a bot.
-    server
-        .post(
-            "/api/v1/config/brokers",
-            Some(&alice),
-            json!({"broker": "paper", "api_key": "k", "api_secret": "s"}),
-        )
-        .await
-        .expect(201);
+    server.connect_paper(&alice).await;
     server
         .post(
             "/api/v1/trading/start",
@@ -132,16 +123,7 @@ async fn admins_list_inspect_and_change_users() {
     }
 
     // Suspension: sessions end, sign-in is refused, the bot stops.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while server
-        .get("/api/v1/trading/status", Some(&alice))
-        .await
-        .data()["status"]
-        != "running"
-    {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    server.wait_running(&alice).await;
     let suspended = server
         .put(
             &format!("/api/v1/admin/users/{alice_id}"),

@@ -1,7 +1,5 @@
 //! `/analytics/dashboard` and `/analytics/trades` agree with the trade history they summarise.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
 use tradehost_blackbox::{Server, email, plugin_upload};
 
@@ -29,14 +27,7 @@ async fn analytics_summarise_the_history() {
         .expect(200);
     let (user_id, token) = server.user(&email("analyst")).await;
     let (_, other) = server.user(&email("bystander")).await;
-    server
-        .post(
-            "/api/v1/config/brokers",
-            Some(&token),
-            json!({"broker": "paper", "api_key": "k", "api_secret": "s"}),
-        )
-        .await
-        .expect(201);
+    server.connect_paper(&token).await;
     server
         .post(
             "/api/v1/trading/start",
@@ -45,17 +36,13 @@ async fn analytics_summarise_the_history() {
         )
         .await
         .expect(200);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while server
-        .count(&format!(
-            "SELECT COUNT(*) FROM trades WHERE user_id = '{user_id}'"
-        ))
-        .await
-        < 6
-    {
-        assert!(Instant::now() < deadline, "no trades");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    server
+        .wait_count(
+            &format!("SELECT COUNT(*) FROM trades WHERE user_id = '{user_id}'"),
+            6,
+            30,
+        )
+        .await;
     server
         .post(
             "/api/v1/trading/stop",

@@ -40,14 +40,7 @@ async fn metrics_come_from_real_counters() {
         )
         .await
         .expect(200);
-    server
-        .post(
-            "/api/v1/config/brokers",
-            Some(&user),
-            json!({"broker": "paper", "api_key": "k", "api_secret": "s"}),
-        )
-        .await
-        .expect(201);
+    server.connect_paper(&user).await;
     server
         .post(
             "/api/v1/trading/start",

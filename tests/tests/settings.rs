@@ -156,14 +156,7 @@ async fn the_engine_obeys_the_settings() {
         .await
         .expect(200);
     let (user_id, token) = server.user(&email("obeyed")).await;
-    server
-        .post(
-            "/api/v1/config/brokers",
-            Some(&token),
-            json!({"broker": "paper", "api_key": "k", "api_secret": "s"}),
-        )
-        .await
-        .expect(201);
+    server.connect_paper(&token).await;
     server
         .put(
             "/api/v1/config/settings",
@@ -188,17 +181,13 @@ async fn the_engine_obeys_the_settings() {
     let status = wait_status(&server, &token, 20, |d| d["status"] == "running").await;
     // The paper flag of the settings applies when the start request does not give one.
     assert_eq!(status["paper_trading"], false);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while server
-        .count(&format!(
-            "SELECT COUNT(*) FROM trades WHERE user_id = '{user_id}'"
-        ))
-        .await
-        < 4
-    {
-        assert!(Instant::now() < deadline, "no trades");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    server
+        .wait_count(
+            &format!("SELECT COUNT(*) FROM trades WHERE user_id = '{user_id}'"),
+            4,
+            20,
+        )
+        .await;
     server
         .post(
             "/api/v1/trading/stop",

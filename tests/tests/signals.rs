@@ -3,17 +3,12 @@
 
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
-use tradehost_blackbox::{Server, email, plugin_upload};
+use tradehost_blackbox::{Server, Socket, email, plugin_upload};
 
-async fn next_trade(
-    socket: &mut tokio_tungstenite::WebSocketStream<
-        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-    >,
-    trade_id: &str,
-) -> Value {
+async fn next_trade(socket: &mut Socket, trade_id: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -81,14 +76,7 @@ async fn a_signal_trades_through_the_running_bot() {
         .await
         .expect_error(400, "INVALID_REQUEST");
 
-    server
-        .post(
-            "/api/v1/config/brokers",
-            Some(&token),
-            json!({"broker": "paper", "api_key": "k", "api_secret": "s"}),
-        )
-        .await
-        .expect(201);
+    server.connect_paper(&token).await;
     // The bot's own strategy trades BTC-USD; the signal is for ETH-USD.
     server
         .post(
@@ -98,31 +86,8 @@ async fn a_signal_trades_through_the_running_bot() {
         )
         .await
         .expect(200);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while server
-        .get("/api/v1/trading/status", Some(&token))
-        .await
-        .data()["status"]
-        != "running"
-    {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let (mut socket, _) = tokio_tungstenite::connect_async(server.ws_url("/ws/v1"))
-        .await
-        .unwrap();
-    socket
-        .send(Message::text(
-            json!({"type": "auth", "token": format!("Bearer {token}")}).to_string(),
-        ))
-        .await
-        .unwrap();
-    socket
-        .send(Message::text(
-            json!({"type": "subscribe", "channel": "trades"}).to_string(),
-        ))
-        .await
-        .unwrap();
+    server.wait_running(&token).await;
+    let mut socket = server.socket(&token, &["trades"]).await;
 
     let bought = server
         .post("/api/v1/webhooks/signals", None, signal(&key, "buy"))
@@ -207,14 +172,7 @@ async fn a_signal_is_checked_by_the_same_risk_rules() {
         .as_str()
         .unwrap()
         .to_string();
-    server
-        .post(
-            "/api/v1/config/brokers",
-            Some(&token),
-            json!({"broker": "paper", "api_key": "k", "api_secret": "s"}),
-        )
-        .await
-        .expect(201);
+    server.connect_paper(&token).await;
     server
         .post(
             "/api/v1/trading/start",
@@ -223,16 +181,7 @@ async fn a_signal_is_checked_by_the_same_risk_rules() {
         )
         .await
         .expect(200);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while server
-        .get("/api/v1/trading/status", Some(&token))
-        .await
-        .data()["status"]
-        != "running"
-    {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    server.wait_running(&token).await;
     server
         .post(
             "/api/v1/webhooks/signals",

@@ -3,9 +3,9 @@
 //! stream all tell the same story; stops, emergency stops, and a server killed mid-trading.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
@@ -40,46 +40,10 @@ async fn trading_server() -> Server {
     server
 }
 
-async fn connect_paper(server: &Server, token: &str) -> String {
-    let reply = server
-        .post(
-            "/api/v1/config/brokers",
-            Some(token),
-            json!({"broker": "paper", "api_key": "paper-key-1234", "api_secret": "paper-secret"}),
-        )
-        .await;
-    reply.expect(201);
-    reply.data()["broker_id"].as_str().unwrap().to_string()
-}
-
 fn num(value: &Value) -> f64 {
     value
         .as_f64()
         .unwrap_or_else(|| panic!("not a number: {value}"))
-}
-
-/// Polls until `check` passes on the JSON of `path` or the deadline passes.
-async fn wait_for(
-    server: &Server,
-    token: &str,
-    path: &str,
-    secs: u64,
-    check: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let reply = server.get(path, Some(token)).await;
-        reply.expect(200);
-        if check(reply.data()) {
-            return reply.data().clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting on {path}: {}",
-            reply.data()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// The ledger's story must match the account: cash = initial + Σ signed cash flows, open
@@ -178,29 +142,15 @@ async fn a_bot_trades_on_paper_and_every_view_agrees() {
         )
         .await
         .expect_error(400, "NO_BROKER_CONFIGURED");
-    let broker_id = connect_paper(&server, &token).await;
+    let broker_id = server.connect_paper(&token).await;
     let brokers = server.get("/api/v1/config/brokers", Some(&token)).await;
     assert_eq!(brokers.data()["brokers"][0]["api_key_masked"], "****1234");
     assert!(!brokers.text.contains("paper-key-1234") && !brokers.text.contains("paper-secret"));
 
     // Subscribe on the WebSocket before trading starts.
-    let (mut socket, _) = tokio_tungstenite::connect_async(server.ws_url("/ws/v1"))
-        .await
-        .unwrap();
-    socket
-        .send(Message::text(
-            json!({"type": "auth", "token": format!("Bearer {token}")}).to_string(),
-        ))
-        .await
-        .unwrap();
-    for channel in ["trades", "positions", "bot_status"] {
-        socket
-            .send(Message::text(
-                json!({"type": "subscribe", "channel": channel}).to_string(),
-            ))
-            .await
-            .unwrap();
-    }
+    let mut socket = server
+        .socket(&token, &["trades", "positions", "bot_status"])
+        .await;
 
     let started = server
         .post(
@@ -229,19 +179,17 @@ async fn a_bot_trades_on_paper_and_every_view_agrees() {
         .await
         .expect_error(409, "BROKER_IN_USE");
 
-    wait_for(&server, &token, "/api/v1/trading/status", 20, |d| {
-        d["status"] == "running"
-    })
-    .await;
+    server
+        .wait_for(&token, "/api/v1/trading/status", 20, |d| {
+            d["status"] == "running"
+        })
+        .await;
     // Trades happen: at least two completed.
-    wait_for(
-        &server,
-        &token,
-        "/api/v1/account/history?status=closed",
-        90,
-        |d| d["pagination"]["total_items"].as_i64().unwrap_or(0) >= 2,
-    )
-    .await;
+    server
+        .wait_for(&token, "/api/v1/account/history?status=closed", 90, |d| {
+            d["pagination"]["total_items"].as_i64().unwrap_or(0) >= 2
+        })
+        .await;
     // Stopped with positions left open, nothing changes while the views are compared (a paused
     // bot would still close positions at their exits).
     server
@@ -448,7 +396,7 @@ async fn a_bot_trades_on_paper_and_every_view_agrees() {
 async fn stop_leaves_positions_open_or_closes_them_as_asked() {
     let server = trading_server().await;
     let (user_id, token) = server.user(&email("stopper")).await;
-    connect_paper(&server, &token).await;
+    server.connect_paper(&token).await;
     server
         .post("/api/v1/trading/stop", Some(&token), json!({}))
         .await
@@ -473,10 +421,11 @@ async fn stop_leaves_positions_open_or_closes_them_as_asked() {
         .post("/api/v1/trading/start", Some(&token), json!({"broker": "paper", "risk_profile": "high", "symbols": ["BTC-USD", "ETH-USD", "SOL-USD", "ADA-USD"]}))
         .await
         .expect(200);
-    wait_for(&server, &token, "/api/v1/account/positions", 90, |d| {
-        d["summary"]["total_positions"].as_u64().unwrap_or(0) >= 1
-    })
-    .await;
+    server
+        .wait_for(&token, "/api/v1/account/positions", 90, |d| {
+            d["summary"]["total_positions"].as_u64().unwrap_or(0) >= 1
+        })
+        .await;
 
     let stopped = server
         .post(
@@ -557,15 +506,16 @@ async fn a_killed_server_resumes_the_bot_without_ordering_twice() {
     let mut server = trading_server().await;
     let address = email("survivor");
     let (user_id, token) = server.user(&address).await;
-    connect_paper(&server, &token).await;
+    server.connect_paper(&token).await;
     server
         .post("/api/v1/trading/start", Some(&token), json!({"broker": "paper", "risk_profile": "high", "symbols": ["BTC-USD", "ETH-USD", "SOL-USD"]}))
         .await
         .expect(200);
-    wait_for(&server, &token, "/api/v1/account/history", 90, |d| {
-        d["pagination"]["total_items"].as_i64().unwrap_or(0) >= 2
-    })
-    .await;
+    server
+        .wait_for(&token, "/api/v1/account/history", 90, |d| {
+            d["pagination"]["total_items"].as_i64().unwrap_or(0) >= 2
+        })
+        .await;
 
     // SIGKILL in the middle of trading, several times.
     for _ in 0..3 {
@@ -576,10 +526,11 @@ async fn a_killed_server_resumes_the_bot_without_ordering_twice() {
             .as_str()
             .unwrap()
             .to_string();
-        let status = wait_for(&server, &token, "/api/v1/trading/status", 20, |d| {
-            d["status"] == "running" && d["last_scan"].is_string()
-        })
-        .await;
+        let status = server
+            .wait_for(&token, "/api/v1/trading/status", 20, |d| {
+                d["status"] == "running" && d["last_scan"].is_string()
+            })
+            .await;
         assert_eq!(status["paper_trading"], true);
         // The bot trades on while this runs, so only what cannot race is checked here.
         assert_no_duplicates(&server).await;
@@ -630,7 +581,7 @@ async fn a_paused_bot_stays_paused_across_a_restart_and_free_users_trade_paper_o
     let mut server = trading_server().await;
     let address = email("pauser");
     let (_, token) = server.user(&address).await;
-    connect_paper(&server, &token).await;
+    server.connect_paper(&token).await;
     // Trial users may trade live; after the trial, a free user may not.
     server.exec("UPDATE users SET trial_ends_at = NULL").await;
     server
@@ -653,10 +604,11 @@ async fn a_paused_bot_stays_paused_across_a_restart_and_free_users_trade_paper_o
         )
         .await
         .expect(200);
-    wait_for(&server, &token, "/api/v1/trading/status", 20, |d| {
-        d["status"] == "running"
-    })
-    .await;
+    server
+        .wait_for(&token, "/api/v1/trading/status", 20, |d| {
+            d["status"] == "running"
+        })
+        .await;
     server
         .post("/api/v1/trading/pause", Some(&token), json!({}))
         .await
@@ -694,7 +646,7 @@ async fn the_kill_switch_stops_every_bot_closes_positions_and_blocks_starts() {
     let (first_id, first) = server.user(&email("first")).await;
     let (_, second) = server.user(&email("second")).await;
     for token in [&first, &second] {
-        connect_paper(&server, token).await;
+        server.connect_paper(token).await;
     }
     server
         .post("/api/v1/trading/start", Some(&first), json!({"broker": "paper", "risk_profile": "high", "symbols": ["BTC-USD", "ETH-USD", "SOL-USD", "ADA-USD"]}))
@@ -708,26 +660,13 @@ async fn the_kill_switch_stops_every_bot_closes_positions_and_blocks_starts() {
         )
         .await
         .expect(200);
-    wait_for(&server, &first, "/api/v1/account/positions", 90, |d| {
-        d["summary"]["total_positions"].as_u64().unwrap_or(0) >= 1
-    })
-    .await;
+    server
+        .wait_for(&first, "/api/v1/account/positions", 90, |d| {
+            d["summary"]["total_positions"].as_u64().unwrap_or(0) >= 1
+        })
+        .await;
 
-    let (mut socket, _) = tokio_tungstenite::connect_async(server.ws_url("/ws/v1"))
-        .await
-        .unwrap();
-    socket
-        .send(Message::text(
-            json!({"type": "auth", "token": format!("Bearer {second}")}).to_string(),
-        ))
-        .await
-        .unwrap();
-    socket
-        .send(Message::text(
-            json!({"type": "subscribe", "channel": "bot_status"}).to_string(),
-        ))
-        .await
-        .unwrap();
+    let mut socket = server.socket(&second, &["bot_status"]).await;
 
     server
         .post("/api/v1/admin/kill-switch", Some(&first), json!({}))
@@ -856,7 +795,7 @@ async fn a_failing_strategy_puts_its_bot_in_error_while_others_trade_on() {
     let (_, failing) = server.user(&email("failing")).await;
     let (_, healthy) = server.user(&email("healthy")).await;
     for token in [&failing, &healthy] {
-        connect_paper(&server, token).await;
+        server.connect_paper(token).await;
     }
     server
         .post(
@@ -875,19 +814,21 @@ async fn a_failing_strategy_puts_its_bot_in_error_while_others_trade_on() {
         .await
         .expect(200);
     // Retried with backoff (0.2 s, 0.4 s, 0.8 s at this interval), then `error`.
-    let status = wait_for(&server, &failing, "/api/v1/trading/status", 30, |d| {
-        d["status"] == "error"
-    })
-    .await;
+    let status = server
+        .wait_for(&failing, "/api/v1/trading/status", 30, |d| {
+            d["status"] == "error"
+        })
+        .await;
     let reason = status["last_error"].as_str().unwrap();
     assert!(
         reason.contains("guest-trap") && reason.contains("retries"),
         "{reason}"
     );
-    let before = wait_for(&server, &healthy, "/api/v1/trading/status", 10, |d| {
-        d["status"] == "running"
-    })
-    .await;
+    let before = server
+        .wait_for(&healthy, "/api/v1/trading/status", 10, |d| {
+            d["status"] == "running"
+        })
+        .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = server.get("/api/v1/trading/status", Some(&healthy)).await;
     assert_eq!(after.data()["status"], "running");
@@ -917,22 +858,8 @@ async fn an_emergency_alarm_pauses_the_bot_once_and_is_announced() {
         .start()
         .await;
     let (user_id, token) = server.user(&email("alarmed")).await;
-    connect_paper(&server, &token).await;
-    let (mut socket, _) = tokio_tungstenite::connect_async(server.ws_url("/ws/v1"))
-        .await
-        .unwrap();
-    socket
-        .send(Message::text(
-            json!({"type": "auth", "token": format!("Bearer {token}")}).to_string(),
-        ))
-        .await
-        .unwrap();
-    socket
-        .send(Message::text(
-            json!({"type": "subscribe", "channel": "alarms"}).to_string(),
-        ))
-        .await
-        .unwrap();
+    server.connect_paper(&token).await;
+    let mut socket = server.socket(&token, &["alarms"]).await;
     server
         .post(
             "/api/v1/trading/start",
@@ -941,10 +868,11 @@ async fn an_emergency_alarm_pauses_the_bot_once_and_is_announced() {
         )
         .await
         .expect(200);
-    let status = wait_for(&server, &token, "/api/v1/trading/status", 20, |d| {
-        d["status"] == "paused"
-    })
-    .await;
+    let status = server
+        .wait_for(&token, "/api/v1/trading/status", 20, |d| {
+            d["status"] == "paused"
+        })
+        .await;
     assert!(
         status["last_error"]
             .as_str()
