@@ -11,7 +11,11 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tradehost_blackbox::{PASSWORD, Server, email, plugin_upload};
 
-/// A market fast enough that crossovers happen within a few 100 ms scans.
+/// The paper market forms one new bar a minute, so entries and exits come at minute boundaries:
+/// waits for trades allow several of them.
+const MARKET_WAIT_SECS: u64 = 300;
+
+/// Scans every 100 ms on a volatile paper market (speed 3000) with short EMAs and tight exits.
 async fn trading_server() -> Server {
     let server = Server::options()
         .env("TRADEHOST_SCAN_INTERVAL", "0.1")
@@ -186,9 +190,12 @@ async fn a_bot_trades_on_paper_and_every_view_agrees() {
         .await;
     // Trades happen: at least two completed.
     server
-        .wait_for(&token, "/api/v1/account/history?status=closed", 90, |d| {
-            d["pagination"]["total_items"].as_i64().unwrap_or(0) >= 2
-        })
+        .wait_for(
+            &token,
+            "/api/v1/account/history?status=closed",
+            MARKET_WAIT_SECS,
+            |d| d["pagination"]["total_items"].as_i64().unwrap_or(0) >= 2,
+        )
         .await;
     // Stopped with positions left open, nothing changes while the views are compared (a paused
     // bot would still close positions at their exits).
@@ -422,7 +429,7 @@ async fn stop_leaves_positions_open_or_closes_them_as_asked() {
         .await
         .expect(200);
     server
-        .wait_for(&token, "/api/v1/account/positions", 90, |d| {
+        .wait_for(&token, "/api/v1/account/positions", MARKET_WAIT_SECS, |d| {
             d["summary"]["total_positions"].as_u64().unwrap_or(0) >= 1
         })
         .await;
@@ -512,7 +519,7 @@ async fn a_killed_server_resumes_the_bot_without_ordering_twice() {
         .await
         .expect(200);
     server
-        .wait_for(&token, "/api/v1/account/history", 90, |d| {
+        .wait_for(&token, "/api/v1/account/history", MARKET_WAIT_SECS, |d| {
             d["pagination"]["total_items"].as_i64().unwrap_or(0) >= 2
         })
         .await;
@@ -661,7 +668,7 @@ async fn the_kill_switch_stops_every_bot_closes_positions_and_blocks_starts() {
         .await
         .expect(200);
     server
-        .wait_for(&first, "/api/v1/account/positions", 90, |d| {
+        .wait_for(&first, "/api/v1/account/positions", MARKET_WAIT_SECS, |d| {
             d["summary"]["total_positions"].as_u64().unwrap_or(0) >= 1
         })
         .await;
