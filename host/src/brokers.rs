@@ -133,13 +133,13 @@ pub fn broker_error(err: BrokerError) -> ApiError {
     }
 }
 
-/// Runs a blocking plugin call off the async workers.
+/// A plugin call off the async workers, its task failure as an internal error.
 pub async fn blocking<T: Send + 'static>(
     call: impl FnOnce() -> T + Send + 'static,
 ) -> ApiResult<T> {
-    tokio::task::spawn_blocking(call)
+    crate::plugins::off_thread(call)
         .await
-        .map_err(|err| ApiError::internal(format!("plugin call task failed: {err}")))
+        .map_err(ApiError::internal)
 }
 
 async fn validate(

@@ -20,6 +20,7 @@ use crate::plugins::bindings::strategy::ScanContext;
 use crate::plugins::bindings::types::{
     self as wire, AlarmLevel, Candle, KpiSnapshot, Series, SignalAction, Threshold, Verdict,
 };
+use crate::plugins::off_thread as blocking;
 use crate::settings::Settings;
 use crate::store::trading::{self, AlarmRow, Snapshot};
 use crate::store::{iso8601, new_id, now_ms};
@@ -155,14 +156,6 @@ fn wire_account(trader: &Trader) -> wire::Account {
     }
 }
 
-async fn blocking<T: Send + 'static>(
-    call: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, String> {
-    tokio::task::spawn_blocking(call)
-        .await
-        .map_err(|err| format!("plugin task failed: {err}"))
-}
-
 fn order_failed(failure: OrderFailure) -> Result<(), String> {
     match failure {
         OrderFailure::Refused(reason) => {
@@ -185,7 +178,9 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
         trader.reconcile = false;
     }
     let interval = strategy_interval(app, &trader.bot.strategy);
+    // The last close of each symbol, read once; the series then move into the strategy's context.
     let mut series = Vec::new();
+    let mut prices: HashMap<String, Decimal> = HashMap::new();
     for symbol in trader.symbols() {
         let key = MarketKey {
             broker: trader.bot.broker.clone(),
@@ -193,22 +188,21 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
             interval: interval.clone(),
         };
         match market.get(&key) {
-            Some(Ok(candles)) => series.push(Series {
-                symbol,
-                interval: interval.clone(),
-                candles: candles.as_ref().clone(),
-            }),
+            Some(Ok(candles)) => {
+                if let Some(close) = candles.last().and_then(|c| decimal(c.close)) {
+                    prices.insert(symbol.clone(), close);
+                }
+                series.push(Series {
+                    symbol,
+                    interval: interval.clone(),
+                    candles: candles.as_ref().clone(),
+                });
+            }
             Some(Err(err)) => return Err(format!("market data for {symbol}: {err}")),
             None => return Err(format!("no market data for {symbol}")),
         }
     }
-    let last_price = |symbol: &str| -> Option<Decimal> {
-        series
-            .iter()
-            .find(|s| s.symbol == symbol)
-            .and_then(|s| s.candles.last())
-            .and_then(|c| decimal(c.close))
-    };
+    let last_price = |symbol: &str| prices.get(symbol).copied();
     for position in &mut trader.positions {
         if let Some(price) = last_price(&position.symbol) {
             position.mark(price);
@@ -242,7 +236,7 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
         let ctx = ScanContext {
             scan_id: format!("{}:{scan_seq}", trader.bot.id),
             now_ms: now,
-            market: series.clone(),
+            market: series,
             positions: wire_positions(&trader.positions),
             account: wire_account(trader),
             state: trader.strategy_state(),

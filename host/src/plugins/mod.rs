@@ -19,6 +19,15 @@ pub mod state;
 use serde::{Deserialize, Serialize};
 
 pub use calls::{Active, Description};
+
+/// Runs a plugin call (synchronous, CPU-bound) on the blocking pool, off the async workers.
+pub async fn off_thread<T: Send + 'static>(
+    call: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(call)
+        .await
+        .map_err(|err| format!("plugin call task failed: {err}"))
+}
 pub use error::PluginError;
 pub use manifest::Manifest;
 pub use registry::Registry;
