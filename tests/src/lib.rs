@@ -380,6 +380,27 @@ impl Server {
         (id, login["access_token"].as_str().unwrap().to_string())
     }
 
+    /// A server that scans bots every 100 ms, with the API budget raised because the trading
+    /// tests poll.
+    pub async fn start_trading() -> Server {
+        Server::options()
+            .env("TRADEHOST_SCAN_INTERVAL", "0.1")
+            .env("TRADEHOST_API_RATE_MULTIPLIER", "100")
+            .start()
+            .await
+    }
+
+    /// Uploads the plugin of `plugins/<dir>` (built as `crate_name`) as the admin.
+    pub async fn install_plugin(&self, admin: &str, dir: &str, crate_name: &str) {
+        self.post(
+            "/api/v1/admin/plugins",
+            Some(admin),
+            plugin_upload(dir, crate_name),
+        )
+        .await
+        .expect(200);
+    }
+
     /// A WebSocket on `/ws/v1`, signed in as the token's user and subscribed to `channels`, once
     /// the server has acknowledged each (so no event after this returns is missed).
     pub async fn socket(&self, token: &str, channels: &[&str]) -> Socket {

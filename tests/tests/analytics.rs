@@ -1,7 +1,7 @@
 //! `/analytics/dashboard` and `/analytics/trades` agree with the trade history they summarise.
 
 use serde_json::{Value, json};
-use tradehost_blackbox::{Server, email, plugin_upload};
+use tradehost_blackbox::{Server, email};
 
 fn num(value: &Value) -> f64 {
     value
@@ -11,20 +11,11 @@ fn num(value: &Value) -> f64 {
 
 #[tokio::test]
 async fn analytics_summarise_the_history() {
-    let server = Server::options()
-        .env("TRADEHOST_SCAN_INTERVAL", "0.1")
-        .env("TRADEHOST_API_RATE_MULTIPLIER", "100")
-        .start()
-        .await;
+    let server = Server::start_trading().await;
     let admin = server.admin_token().await;
     server
-        .post(
-            "/api/v1/admin/plugins",
-            Some(&admin),
-            plugin_upload("testing/guest-churn", "guest-churn"),
-        )
-        .await
-        .expect(200);
+        .install_plugin(&admin, "testing/guest-churn", "guest-churn")
+        .await;
     let (user_id, token) = server.user(&email("analyst")).await;
     let (_, other) = server.user(&email("bystander")).await;
     server.connect_paper(&token).await;

@@ -5,24 +5,15 @@ use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::json;
-use tradehost_blackbox::{Server, email, plugin_upload};
+use tradehost_blackbox::{Server, email};
 
 #[tokio::test]
 async fn users_never_see_each_others_data_and_admin_routes_are_closed() {
-    let server = Server::options()
-        .env("TRADEHOST_SCAN_INTERVAL", "0.1")
-        .env("TRADEHOST_API_RATE_MULTIPLIER", "100")
-        .start()
-        .await;
+    let server = Server::start_trading().await;
     let admin = server.admin_token().await;
     server
-        .post(
-            "/api/v1/admin/plugins",
-            Some(&admin),
-            plugin_upload("testing/guest-churn", "guest-churn"),
-        )
-        .await
-        .expect(200);
+        .install_plugin(&admin, "testing/guest-churn", "guest-churn")
+        .await;
     let (alice_id, alice) = server.user(&email("alice")).await;
     let (_, bob) = server.user(&email("bob")).await;
 

@@ -2,22 +2,12 @@
 //! nothing, and the engine obeying allowed pairs, position size, concurrent positions, the daily
 //! loss limit and the paper flag.
 
-use std::time::{Duration, Instant};
-
-use serde_json::{Value, json};
-use tradehost_blackbox::{Server, email, plugin_upload};
-
-async fn server() -> Server {
-    Server::options()
-        .env("TRADEHOST_SCAN_INTERVAL", "0.1")
-        .env("TRADEHOST_API_RATE_MULTIPLIER", "100")
-        .start()
-        .await
-}
+use serde_json::json;
+use tradehost_blackbox::{Server, email};
 
 #[tokio::test]
 async fn settings_have_tier_defaults_and_partial_updates_are_checked() {
-    let server = server().await;
+    let server = Server::start_trading().await;
     let (_, token) = server.user(&email("settings")).await;
     let settings = server.get("/api/v1/config/settings", Some(&token)).await;
     settings.expect(200);
@@ -117,36 +107,14 @@ async fn settings_have_tier_defaults_and_partial_updates_are_checked() {
     assert_eq!(free.data()["trading"]["max_concurrent_positions"], 3);
 }
 
-async fn wait_status(
-    server: &Server,
-    token: &str,
-    secs: u64,
-    check: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let status = server.get("/api/v1/trading/status", Some(token)).await;
-        if check(status.data()) {
-            return status.data().clone();
-        }
-        assert!(Instant::now() < deadline, "timed out: {}", status.data());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[tokio::test]
 async fn the_engine_obeys_the_settings() {
-    let server = server().await;
+    let server = Server::start_trading().await;
     let admin = server.admin_token().await;
     // A strategy that wants to enter every flat symbol on every scan.
     server
-        .post(
-            "/api/v1/admin/plugins",
-            Some(&admin),
-            plugin_upload("testing/guest-churn", "guest-churn"),
-        )
-        .await
-        .expect(200);
+        .install_plugin(&admin, "testing/guest-churn", "guest-churn")
+        .await;
     server
         .put(
             "/api/v1/admin/plugins/guest-churn/config",
@@ -178,7 +146,11 @@ async fn the_engine_obeys_the_settings() {
         .post("/api/v1/trading/start", Some(&token), json!({"broker": "paper", "strategy": "guest-churn", "symbols": ["BTC-USD", "ETH-USD", "SOL-USD"]}))
         .await
         .expect(200);
-    let status = wait_status(&server, &token, 20, |d| d["status"] == "running").await;
+    let status = server
+        .wait_for(&token, "/api/v1/trading/status", 20, |d| {
+            d["status"] == "running"
+        })
+        .await;
     // The paper flag of the settings applies when the start request does not give one.
     assert_eq!(status["paper_trading"], false);
     server
@@ -238,7 +210,11 @@ async fn the_engine_obeys_the_settings() {
         )
         .await
         .expect(200);
-    let paused = wait_status(&server, &token, 20, |d| d["status"] == "paused").await;
+    let paused = server
+        .wait_for(&token, "/api/v1/trading/status", 20, |d| {
+            d["status"] == "paused"
+        })
+        .await;
     assert!(
         paused["last_error"]
             .as_str()

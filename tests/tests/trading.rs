@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
-use tradehost_blackbox::{PASSWORD, Server, email, plugin_upload};
+use tradehost_blackbox::{PASSWORD, Server, email};
 
 /// The paper market forms one new bar a minute, so entries and exits come at minute boundaries:
 /// waits for trades allow several of them.
@@ -17,12 +17,7 @@ const MARKET_WAIT_SECS: u64 = 300;
 
 /// Scans every 100 ms on a volatile paper market (speed 3000) with short EMAs and tight exits.
 async fn trading_server() -> Server {
-    let server = Server::options()
-        .env("TRADEHOST_SCAN_INTERVAL", "0.1")
-        // The tests poll; the tier's per-minute budget is not what they test.
-        .env("TRADEHOST_API_RATE_MULTIPLIER", "100")
-        .start()
-        .await;
+    let server = Server::start_trading().await;
     let admin = server.admin_token().await;
     server
         .put(
@@ -792,13 +787,8 @@ async fn a_failing_strategy_puts_its_bot_in_error_while_others_trade_on() {
     let server = trading_server().await;
     let admin = server.admin_token().await;
     server
-        .post(
-            "/api/v1/admin/plugins",
-            Some(&admin),
-            plugin_upload("testing/guest-trap", "guest-trap"),
-        )
-        .await
-        .expect(200);
+        .install_plugin(&admin, "testing/guest-trap", "guest-trap")
+        .await;
     let (_, failing) = server.user(&email("failing")).await;
     let (_, healthy) = server.user(&email("healthy")).await;
     for token in [&failing, &healthy] {
