@@ -168,6 +168,27 @@ pub async fn add(
     meta: &ClientMeta,
     new: NewConnection,
 ) -> ApiResult<Added> {
+    connect(app, user, meta, new, false).await
+}
+
+/// Connects the broker, or replaces the keys of an existing connection to it (the companion
+/// backend's upsert). Keys are checked with the broker before anything stored changes.
+pub async fn add_or_replace(
+    app: &App,
+    user: &Principal,
+    meta: &ClientMeta,
+    new: NewConnection,
+) -> ApiResult<Added> {
+    connect(app, user, meta, new, true).await
+}
+
+async fn connect(
+    app: &App,
+    user: &Principal,
+    meta: &ClientMeta,
+    new: NewConnection,
+    replace: bool,
+) -> ApiResult<Added> {
     let name = new.broker.trim().to_lowercase();
     let active = plugin(app, &name)?;
     if new.api_key.trim().is_empty() || new.api_secret.trim().is_empty() {
@@ -189,7 +210,18 @@ pub async fn add(
             )
         })
         .collect();
-    let existing = rows::list(&app.db.pool, &user.user_id).await?;
+    let mut existing = rows::list(&app.db.pool, &user.user_id).await?;
+    let replaced = existing
+        .iter()
+        .position(|row| row.name == name)
+        .filter(|_| replace)
+        .map(|at| existing.remove(at));
+    if replaced.is_some() && crate::engine::bot_uses_broker(app, &user.user_id, &name).await? {
+        return Err(ApiError::new(
+            ErrorCode::BrokerInUse,
+            format!("The bot is running on `{name}`; stop it before changing its keys"),
+        ));
+    }
     if existing.iter().any(|row| row.name == name) {
         return Err(ApiError::new(
             ErrorCode::BrokerAlreadyConnected,
@@ -236,6 +268,9 @@ pub async fn add(
         created_at: now,
     };
     let mut tx = app.db.pool.begin().await?;
+    if let Some(old) = &replaced {
+        rows::delete(&mut *tx, &user.user_id, &old.id).await?;
+    }
     if !rows::insert(&mut *tx, &row).await? {
         return Err(ApiError::new(
             ErrorCode::BrokerAlreadyConnected,
@@ -250,7 +285,7 @@ pub async fn add(
             ip_address: meta.ip.as_deref(),
             user_agent: meta.user_agent.as_deref(),
         },
-        json!({"broker": name, "broker_id": row.id}),
+        json!({"broker": name, "broker_id": row.id, "replaced": replaced.is_some()}),
     )
     .await?;
     tx.commit().await?;

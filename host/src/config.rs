@@ -109,6 +109,18 @@ pub struct AppConfig {
     /// Listen address and port (Rocket's, after `PORT` / `TRADEHOST_ADDRESS`).
     pub address: String,
     pub port: u16,
+    /// Companion sets: seconds between KPI snapshots and between performance reports.
+    pub perf_update_interval: Duration,
+    pub perf_report_interval: Duration,
+    /// Defaults of risk thresholds that the operator overrides (`TRADEHOST_MAX_DRAWDOWN`, ...).
+    pub threshold_defaults: Vec<(&'static str, f64)>,
+    /// `POST /api/restart` closes open positions before the bots are reloaded.
+    pub close_positions_on_restart: bool,
+    /// `POST /api/restart` ends the process (for a supervisor to start it again).
+    pub exit_on_restart: bool,
+    /// Extra ports serving the dashboard set (E) and the restart, ledger and KPI sets (C, D, F).
+    pub dashboard_port: Option<u16>,
+    pub companion_port: Option<u16>,
 }
 
 /// Reads a variable; an empty value counts as unset.
@@ -237,6 +249,44 @@ impl AppConfig {
             .or(file.public_url)
             .unwrap_or_else(|| format!("http://{address}:{port}"));
 
+        let perf_update: f64 = parse_env(env, "TRADEHOST_PERF_UPDATE_INTERVAL")?.unwrap_or(60.0);
+        let perf_report: f64 = parse_env(env, "TRADEHOST_PERF_REPORT_INTERVAL")?.unwrap_or(3600.0);
+        for (name, value) in [
+            ("TRADEHOST_PERF_UPDATE_INTERVAL", perf_update),
+            ("TRADEHOST_PERF_REPORT_INTERVAL", perf_report),
+        ] {
+            if !(0.1..=86_400.0).contains(&value) {
+                bail!("{name} must be 0.1-86400 seconds, got {value}");
+            }
+        }
+        let mut threshold_defaults = Vec::new();
+        for (variable, threshold) in [
+            ("TRADEHOST_MAX_DRAWDOWN", "max_drawdown_pct"),
+            ("TRADEHOST_DAILY_LOSS_LIMIT", "daily_loss_limit_pct"),
+            ("TRADEHOST_MIN_WIN_RATE", "min_win_rate_pct"),
+        ] {
+            if let Some(value) = parse_env::<f64>(env, variable)? {
+                let (_, _, min, max) = crate::settings::THRESHOLDS
+                    .iter()
+                    .find(|(name, ..)| *name == threshold)
+                    .expect("a known threshold");
+                if !(*min..=*max).contains(&value) {
+                    bail!("{variable} must be {min}-{max}, got {value}");
+                }
+                threshold_defaults.push((threshold, value));
+            }
+        }
+        let flag = |name: &str| -> Result<bool> {
+            env(name).map_or(Ok(false), |raw| {
+                parse_bool(&raw).ok_or_else(|| anyhow::anyhow!("{name} must be true or false"))
+            })
+        };
+        let historical_ports = flag("TRADEHOST_HISTORICAL_PORTS")?;
+        let dashboard_port: Option<u16> =
+            parse_env(env, "TRADEHOST_DASHBOARD_PORT")?.or(historical_ports.then_some(5000));
+        let companion_port: Option<u16> =
+            parse_env(env, "TRADEHOST_COMPANION_PORT")?.or(historical_ports.then_some(5001));
+
         let plugin_cache_dir = env("TRADEHOST_PLUGIN_CACHE_DIR")
             .map(PathBuf::from)
             .or(file.plugin_cache_dir)
@@ -281,6 +331,13 @@ impl AppConfig {
             public_url,
             address,
             port,
+            perf_update_interval: Duration::from_secs_f64(perf_update),
+            perf_report_interval: Duration::from_secs_f64(perf_report),
+            threshold_defaults,
+            close_positions_on_restart: flag("TRADEHOST_CLOSE_POSITIONS_ON_RESTART")?,
+            exit_on_restart: flag("TRADEHOST_EXIT_ON_RESTART")?,
+            dashboard_port,
+            companion_port,
         })
     }
 }

@@ -83,6 +83,8 @@ pub struct ApiError {
     pub log: Option<String>,
     /// Seconds for a `Retry-After` header.
     pub retry_after: Option<u64>,
+    /// An HTTP status other than the code's, where a companion route set's clients expect one.
+    pub status: Option<Status>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -95,6 +97,7 @@ impl ApiError {
             details: Map::new(),
             log: None,
             retry_after: None,
+            status: None,
         }
     }
 
@@ -104,6 +107,18 @@ impl ApiError {
 
     pub fn detail(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.details.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Answers with `status` instead of the code's own (the companion sets' historical statuses).
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(Status::new(status));
+        self
+    }
+
+    /// The same error with the message the clients of a companion set expect.
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
         self
     }
 
@@ -185,12 +200,19 @@ impl<'r> Responder<'r, 'static> for ApiError {
         } else if let Some(log) = &self.log {
             tracing::debug!(request_id = %request_id, code = self.code.as_str(), "{log}");
         }
-        let body = error_body(Flavor::of(req), &self).to_string();
+        let flavor = Flavor::of(req);
+        let (status, body) = error_body(flavor, &self);
+        let body = body.to_string();
         let mut response = Response::build();
         response
-            .status(self.code.status())
+            .status(self.status.unwrap_or(status))
             .header(ContentType::JSON)
             .sized_body(body.len(), Cursor::new(body));
+        if flavor != Flavor::Platform
+            && matches!(self.code, ErrorCode::TokenInvalid | ErrorCode::TokenExpired)
+        {
+            response.header(Header::new("WWW-Authenticate", "Bearer"));
+        }
         if let Some(seconds) = self.retry_after {
             response.header(Header::new("Retry-After", seconds.to_string()));
         }

@@ -10,12 +10,16 @@ pub mod auth;
 pub mod billing;
 pub mod brokers;
 pub mod cli;
+pub mod companion;
 pub mod config;
 pub mod engine;
 pub mod error;
 pub mod events;
 pub mod export;
+pub mod ledger;
 pub mod mail;
+pub mod pdf;
+pub mod performance;
 pub mod plugins;
 pub mod ratelimit;
 pub mod secrets;
@@ -64,6 +68,7 @@ pub struct AppInner {
     pub requests: telemetry::RequestStats,
     pub payments: Box<dyn billing::provider::PaymentProvider>,
     pub usage: billing::usage::UsageCounter,
+    pub tracker: performance::Tracker,
     /// Bearer token that may read `/metrics` without an admin session (`TRADEHOST_METRICS_TOKEN`).
     pub metrics_token: Option<String>,
     /// The in-process limiter, kept concrete for its sweeper; `limiter` is what the code uses.
@@ -95,6 +100,7 @@ impl App {
             requests: telemetry::RequestStats::default(),
             payments: Box::new(billing::provider::LocalProvider),
             usage: billing::usage::UsageCounter::default(),
+            tracker: performance::Tracker::default(),
             metrics_token: config.metrics_token.clone(),
             jwt: Jwt::new(&secrets.jwt_secret, config.access_token_ttl),
             passwords: Passwords::for_this_machine(),
@@ -123,6 +129,7 @@ impl App {
         let mail = self.clone();
         tokio::spawn(async move { mail.mailer.run(mail.db.clone()).await });
         tokio::spawn(engine::run(self.clone()));
+        tokio::spawn(performance::run(self.clone()));
         let sweeper = self.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(60));
@@ -145,6 +152,7 @@ impl App {
 
 /// The server: state, fairings, routes and catchers, and the background tasks started at liftoff.
 pub fn rocket(figment: Figment, app: App) -> Rocket<Build> {
+    let extra_ports = figment.clone();
     let rocket = rocket::custom(figment)
         .manage(app)
         .attach(api::request_id::RequestIdFairing)
@@ -153,6 +161,11 @@ pub fn rocket(figment: Figment, app: App) -> Rocket<Build> {
             Box::pin(async move {
                 let app = rocket.state::<App>().expect("App is managed");
                 app.spawn_background();
+                if let Err(err) = companion::restart::write_pid_file(&app.config.data_dir) {
+                    tracing::warn!(error = %err, "`tradehost restart` will not find this server");
+                }
+                companion::restart::listen_for_signals(app.clone(), rocket.shutdown());
+                launch_extra_ports(&extra_ports, app);
                 let config = rocket.config();
                 // Supervisors and the black-box tests wait for this line; it carries the bound port.
                 tracing::info!(
@@ -162,8 +175,42 @@ pub fn rocket(figment: Figment, app: App) -> Rocket<Build> {
                     app.db.backend.name()
                 );
             })
+        }))
+        .attach(AdHoc::on_shutdown("pid file", |rocket| {
+            Box::pin(async move {
+                if let Some(app) = rocket.state::<App>() {
+                    companion::restart::remove_pid_file(&app.config.data_dir);
+                }
+            })
         }));
     api::mount(rocket)
+}
+
+/// Serves the companion sets on their historical ports too, when configured
+/// (`TRADEHOST_DASHBOARD_PORT`, `TRADEHOST_COMPANION_PORT`).
+fn launch_extra_ports(figment: &Figment, app: &App) {
+    for (port, dashboard) in [
+        (app.config.dashboard_port, true),
+        (app.config.companion_port, false),
+    ] {
+        let Some(port) = port else { continue };
+        let server = rocket::custom(figment.clone().merge(("port", port)))
+            .manage(app.clone())
+            .attach(api::request_id::RequestIdFairing)
+            .attach(ratelimit::RateLimitFairing);
+        let server = api::mount_extra_port(server, dashboard);
+        let set = if dashboard {
+            "dashboard"
+        } else {
+            "ledger, KPI and restart"
+        };
+        tracing::info!("the {set} routes are also served on port {port}");
+        tokio::spawn(async move {
+            if let Err(err) = server.launch().await {
+                tracing::error!(error = %err, port, "the {set} port stopped");
+            }
+        });
+    }
 }
 
 #[cfg(test)]

@@ -355,11 +355,23 @@ async fn entitlement(app: &App, user_id: &str) -> ApiResult<Entitlement> {
 
 pub async fn load(app: &App, user_id: &str, entitlement: &Entitlement) -> ApiResult<Settings> {
     let stored = store::settings::get(&app.db.pool, user_id).await?;
-    Ok(Settings::resolve(
-        &stored,
+    Ok(resolve_for(app, &stored, entitlement))
+}
+
+/// The user's settings over their tier's defaults and the operator's threshold defaults.
+fn resolve_for(app: &App, stored: &Map<String, Value>, entitlement: &Entitlement) -> Settings {
+    let mut settings = Settings::resolve(
+        stored,
         entitlement,
         crate::engine::accounting::float(app.config.initial_capital),
-    ))
+    );
+    let own = stored.get("risk_thresholds").and_then(Value::as_object);
+    for (name, value) in &app.config.threshold_defaults {
+        if own.is_none_or(|own| !own.contains_key(*name)) {
+            settings.risk_thresholds.insert(name.to_string(), *value);
+        }
+    }
+    settings
 }
 
 pub async fn get(app: &App, user: &Principal) -> ApiResult<Settings> {
@@ -378,11 +390,7 @@ pub async fn update(app: &App, user: &Principal, patch: Map<String, Value>) -> A
     let mut stored = store::settings::get(&app.db.pool, &user.user_id).await?;
     let updated = merge(&mut stored, &patch, &entitlement)?;
     store::settings::put(&app.db.pool, &user.user_id, &stored, now_ms()).await?;
-    let settings = Settings::resolve(
-        &stored,
-        &entitlement,
-        crate::engine::accounting::float(app.config.initial_capital),
-    );
+    let settings = resolve_for(app, &stored, &entitlement);
     crate::engine::settings_changed(app, &user.user_id, settings).await?;
     Ok(Updated {
         message: format!("{} setting(s) updated", updated.len()),

@@ -20,8 +20,38 @@ use crate::ratelimit::OriginalPath;
 pub enum Flavor {
     /// `/api/v1`: `{success, data | error{code, message, details}, timestamp}`.
     Platform,
-    /// Companion sets A and B and everything outside `/api`: FastAPI-style `{detail}`.
+    /// Companion sets A (backend) and B (gateway), and everything outside `/api`: FastAPI-style
+    /// `{detail}`, with validation errors as a 422 list.
     Detail,
+    /// Companion sets C to F (restart, ledger, dashboard, KPI): `{success: false, error}`.
+    Companion,
+}
+
+/// Path prefixes of the companion sets C to F.
+const COMPANION_PREFIXES: [&str; 9] = [
+    "/api/restart",
+    "/api/positions/open",
+    "/api/trades",
+    "/api/v1/dashboard",
+    "/api/kpi",
+    "/api/performance",
+    "/api/alarms",
+    "/api/dashboard",
+    "/api/health",
+];
+
+/// The gateway's (B) routes, which live under `/api/v1` but answer `{detail}`.
+const GATEWAY_PATHS: [&str; 5] = [
+    "/api/v1/start",
+    "/api/v1/stop",
+    "/api/v1/balance",
+    "/api/v1/positions",
+    "/api/v1/performance",
+];
+
+fn under(path: &str, prefix: &str) -> bool {
+    path.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 impl Flavor {
@@ -34,7 +64,12 @@ impl Flavor {
     }
 
     pub fn for_path(path: &str) -> Self {
-        if path == "/api/v1" || path.starts_with("/api/v1/") || path.starts_with("/ws/") {
+        let path = path.trim_end_matches('/');
+        if COMPANION_PREFIXES.iter().any(|p| under(path, p)) || under(path, "/trades") {
+            Self::Companion
+        } else if GATEWAY_PATHS.contains(&path) {
+            Self::Detail
+        } else if under(path, "/api/v1") || path.starts_with("/ws/") {
             Self::Platform
         } else {
             Self::Detail
@@ -46,18 +81,77 @@ pub fn timestamp_now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-pub fn error_body(flavor: Flavor, err: &ApiError) -> Value {
+/// The message the companion sets' clients show for an error: their historical wording for
+/// token and credential failures, the error's own message otherwise.
+fn companion_message(err: &ApiError) -> &str {
+    match err.code {
+        ErrorCode::TokenInvalid if err.details.get("token").is_some_and(|t| t == "missing") => {
+            "Not authenticated"
+        }
+        ErrorCode::TokenInvalid | ErrorCode::TokenExpired => "Invalid or expired token",
+        ErrorCode::InvalidCredentials => "Invalid credentials",
+        _ => &err.message,
+    }
+}
+
+/// The status and body of an error in a route set's envelope.
+pub fn error_body(flavor: Flavor, err: &ApiError) -> (Status, Value) {
     match flavor {
-        Flavor::Platform => json!({
-            "success": false,
-            "error": {
-                "code": err.code.as_str(),
-                "message": err.message,
-                "details": err.details,
-            },
-            "timestamp": timestamp_now(),
-        }),
-        Flavor::Detail => json!({ "detail": err.message, "code": err.code.as_str() }),
+        Flavor::Platform => (
+            err.code.status(),
+            json!({
+                "success": false,
+                "error": {
+                    "code": err.code.as_str(),
+                    "message": err.message,
+                    "details": err.details,
+                },
+                "timestamp": timestamp_now(),
+            }),
+        ),
+        Flavor::Detail => match validation_field(err) {
+            // FastAPI's list form, which clients of the original backend and gateway parse.
+            Some((location, field)) => (
+                Status::UnprocessableEntity,
+                json!({
+                    "detail": [{
+                        "type": "value_error",
+                        "loc": [location, field],
+                        "msg": err.message,
+                    }],
+                    "code": err.code.as_str(),
+                }),
+            ),
+            None => (
+                err.code.status(),
+                json!({ "detail": companion_message(err), "code": err.code.as_str() }),
+            ),
+        },
+        Flavor::Companion => (
+            err.code.status(),
+            json!({ "success": false, "error": companion_message(err), "code": err.code.as_str() }),
+        ),
+    }
+}
+
+/// Where a validation error points (`body` or `query`, and the field), for the 422 list form.
+fn validation_field(err: &ApiError) -> Option<(&str, &str)> {
+    let location = err
+        .details
+        .get("in")
+        .and_then(Value::as_str)
+        .unwrap_or("body");
+    match err.code {
+        ErrorCode::InvalidEmail => Some((location, "email")),
+        ErrorCode::WeakPassword => Some((location, "password")),
+        ErrorCode::InvalidRequest => Some((
+            location,
+            err.details
+                .get("field")
+                .and_then(Value::as_str)
+                .unwrap_or("body"),
+        )),
+        _ => None,
     }
 }
 

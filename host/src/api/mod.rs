@@ -1,7 +1,10 @@
 //! HTTP API. Each module exposes `routes()`; everything is mounted here and only here.
 
+pub mod companion;
+pub mod docs;
 pub mod envelope;
 pub mod metrics;
+pub mod pages;
 pub mod query;
 pub mod request_id;
 pub mod v1;
@@ -20,6 +23,23 @@ pub fn mount(rocket: Rocket<Build>) -> Rocket<Build> {
         .mount("/ws/v1", ws::routes())
         .mount("/", routes![rate_limited])
         .mount("/", metrics::routes())
+        .mount("/", docs::routes())
+        .mount("/", pages::routes())
+        .mount("/", companion::routes())
+        .register("/", catchers![catch_all])
+}
+
+/// A server on an extra port for the companion sets bound to their historical ports: the
+/// dashboard set (E) on one, restart, ledger, KPI and the `/trades` page (C, D, F) on another.
+pub fn mount_extra_port(rocket: Rocket<Build>, dashboard: bool) -> Rocket<Build> {
+    let routes = if dashboard {
+        companion::dashboard_port_routes()
+    } else {
+        [companion::companion_port_routes(), pages::routes()].concat()
+    };
+    rocket
+        .mount("/", routes)
+        .mount("/", routes![rate_limited])
         .register("/", catchers![catch_all])
 }
 

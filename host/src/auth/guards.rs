@@ -48,7 +48,7 @@ fn parse_bearer(value: &str) -> Option<&str> {
 }
 
 fn missing_token() -> ApiError {
-    ApiError::new(ErrorCode::TokenInvalid, "Missing bearer token")
+    ApiError::new(ErrorCode::TokenInvalid, "Missing bearer token").detail("token", "missing")
 }
 
 fn token_error(err: TokenError) -> ApiError {

@@ -179,6 +179,8 @@ pub struct CompletedTrade {
     pub gross_pnl: Decimal,
     /// The entry fee share of this quantity plus the exit fee.
     pub fees: Decimal,
+    /// The entry fee share alone (`fees` minus it is the exit fee).
+    pub entry_fee: Decimal,
     pub net_pnl: Decimal,
     pub pnl_pct: Decimal,
     pub exit_reason: String,
@@ -327,6 +329,7 @@ impl Account {
             size_usd,
             gross_pnl: gross,
             fees,
+            entry_fee: entry_fee_share,
             net_pnl: net,
             pnl_pct,
             exit_reason: exit_reason.to_string(),

@@ -980,3 +980,45 @@ pub async fn deactivate_kill_switch(
         activated_at: None,
     })
 }
+
+// ----- graceful restart -----
+
+/// Restarts the trading engine in place (companion set C): each loaded bot that is scanning
+/// closes its positions first when `close_positions` is set, has its state saved, and is then
+/// dropped so that its next scan loads it again from the database with fresh plugin instances.
+/// Returns how many scanning bots were restarted.
+pub async fn restart(app: &App, close_positions: bool) -> ApiResult<usize> {
+    let cells: Vec<Arc<Cell>> = app.engine.cells.iter().map(|c| c.clone()).collect();
+    let mut restarted = 0;
+    for cell in cells {
+        let mut guard = cell.trader.lock().await;
+        let Some(trader) = guard.as_mut() else {
+            continue;
+        };
+        if trader.status().is_scanned() {
+            if close_positions {
+                close_all(app, trader, "manual").await?;
+            }
+            persist(app, trader).await?;
+            publish_status(app, trader, "Trading engine restarted");
+            restarted += 1;
+        }
+        *guard = None;
+    }
+    resume_all(app)
+        .await
+        .map_err(|err| ApiError::internal(format!("rescheduling bots after a restart: {err:#}")))?;
+    tracing::info!(restarted, close_positions, "trading engine restarted");
+    Ok(restarted)
+}
+
+/// Reads the user's trader (loaded from the database if needed) under the user's lock.
+pub async fn with_trader<T>(
+    app: &App,
+    user_id: &str,
+    read: impl FnOnce(&Trader) -> T,
+) -> ApiResult<T> {
+    let cell = app.engine.cell(user_id);
+    let guard = lock(app, &cell).await?;
+    Ok(read(guard.as_ref().expect("loaded")))
+}

@@ -7,7 +7,9 @@
 pub mod audit;
 pub mod billing;
 pub mod brokers;
+pub mod ledger;
 pub mod outbox;
+pub mod performance;
 pub mod plugins;
 pub mod reset_tokens;
 pub mod sessions;

@@ -452,8 +452,8 @@ pub async fn insert_trade<'e>(
 ) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO trades (id, user_id, position_id, broker, symbol, side, quantity, entry_price, exit_price, size_usd, \
-         gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+         gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes, entry_fee) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
     )
     .bind(&t.id)
     .bind(user_id)
@@ -473,6 +473,7 @@ pub async fn insert_trade<'e>(
     .bind(t.opened_at_ms)
     .bind(t.closed_at_ms)
     .bind(t.duration_minutes)
+    .bind(t.entry_fee.to_string())
     .execute(exec)
     .await?;
     Ok(())
@@ -497,6 +498,7 @@ struct TradeRow {
     opened_at: i64,
     closed_at: i64,
     duration_minutes: i64,
+    entry_fee: Option<String>,
 }
 
 impl TradeRow {
@@ -509,6 +511,8 @@ impl TradeRow {
             size_usd: dec(&self.size_usd)?,
             gross_pnl: dec(&self.gross_pnl)?,
             fees: dec(&self.fees)?,
+            // Trades booked before the split was recorded count their whole fee as entry fee.
+            entry_fee: dec(self.entry_fee.as_deref().unwrap_or(&self.fees))?,
             net_pnl: dec(&self.net_pnl)?,
             pnl_pct: dec(&self.pnl_pct)?,
             opened_at_ms: self.opened_at,
@@ -524,7 +528,7 @@ impl TradeRow {
 }
 
 const TRADE_COLUMNS: &str = "id, position_id, broker, symbol, side, quantity, entry_price, exit_price, size_usd, \
-                             gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes";
+                             gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes, entry_fee";
 
 #[derive(Debug, Default, Clone)]
 pub struct TradeFilter {

@@ -1,0 +1,230 @@
+//! Companion set B: the minimal mobile gateway under `/api/v1` (start, stop, balance, positions,
+//! performance) with its own shapes, over the engine's real figures.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{TradeTotals, backend, round2};
+use crate::App;
+use crate::auth::Principal;
+use crate::engine::metrics;
+use crate::engine::{self, StopRequest, reports};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::store::{self, iso8601, now_ms};
+
+fn now() -> String {
+    iso8601(now_ms())
+}
+
+pub fn root(app: &App) -> Value {
+    json!({
+        "name": "tradehost",
+        "version": crate::VERSION,
+        "strategy": app.config.default_strategy,
+        "status": "operational",
+        "docs": "/api/docs",
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct Control {
+    pub success: bool,
+    pub message: &'static str,
+    pub status: String,
+    pub timestamp: String,
+}
+
+pub async fn start(app: &App, user: &Principal) -> ApiResult<Control> {
+    let status = backend::start(app, user, 403)
+        .await
+        .map_err(|err| match err.code {
+            ErrorCode::AlreadyRunning => err
+                .with_message("Trading is already running")
+                .with_status(400),
+            _ => err,
+        })?;
+    Ok(Control {
+        success: true,
+        message: "Trading engine started successfully",
+        status,
+        timestamp: now(),
+    })
+}
+
+pub async fn stop(app: &App, user: &Principal) -> ApiResult<Control> {
+    engine::stop(app, user, StopRequest::default())
+        .await
+        .map_err(|err| match err.code {
+            ErrorCode::NotRunning => err.with_message("Already stopped"),
+            _ => err,
+        })?;
+    Ok(Control {
+        success: true,
+        message: "Trading engine stopped successfully",
+        status: "stopped".into(),
+        timestamp: now(),
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct Balance {
+    pub success: bool,
+    pub balance: f64,
+    pub currency: String,
+    pub available_for_trading: f64,
+    pub broker: Option<String>,
+    pub timestamp: String,
+}
+
+pub async fn balance(app: &App, user: &Principal) -> ApiResult<Balance> {
+    let balance = reports::balance(app, user).await?;
+    let broker = match balance.broker {
+        Some(broker) => Some(broker),
+        None => store::brokers::list(&app.db.pool, &user.user_id)
+            .await?
+            .into_iter()
+            .next()
+            .map(|row| row.name),
+    };
+    Ok(Balance {
+        success: true,
+        balance: balance.equity,
+        currency: balance.currency,
+        available_for_trading: balance.buying_power,
+        broker,
+        timestamp: now(),
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct Position {
+    pub pair: String,
+    pub side: &'static str,
+    pub size: f64,
+    pub entry_price: f64,
+    pub current_price: f64,
+    pub unrealized_pnl: f64,
+    pub unrealized_pnl_percent: f64,
+    pub stop_loss: Option<f64>,
+    pub take_profit: Option<f64>,
+    pub opened_at: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Positions {
+    pub success: bool,
+    pub positions: Vec<Position>,
+    pub total_positions: usize,
+    pub total_unrealized_pnl: Option<f64>,
+    pub timestamp: String,
+}
+
+pub async fn positions(app: &App, user: &Principal) -> ApiResult<Positions> {
+    let open = reports::positions(app, user, None, None).await?;
+    let positions: Vec<Position> = open
+        .positions
+        .into_iter()
+        .map(|p| Position {
+            pair: p.symbol,
+            side: p.side.as_str(),
+            size: p.quantity,
+            entry_price: p.entry_price,
+            current_price: p.current_price,
+            unrealized_pnl: p.unrealized_pnl,
+            unrealized_pnl_percent: p.unrealized_pnl_pct,
+            stop_loss: p.stop_loss,
+            take_profit: p.take_profit,
+            opened_at: p.opened_at,
+        })
+        .collect();
+    Ok(Positions {
+        success: true,
+        total_positions: positions.len(),
+        total_unrealized_pnl: (!positions.is_empty()).then_some(open.summary.total_unrealized_pnl),
+        positions,
+        timestamp: now(),
+    })
+}
+
+/// The periods the gateway accepts, with how far back each reaches.
+fn period_start(period: &str, now: i64) -> ApiResult<i64> {
+    const DAY: i64 = 86_400_000;
+    match period {
+        "all_time" => Ok(0),
+        "30d" => Ok(now - 30 * DAY),
+        "7d" => Ok(now - 7 * DAY),
+        "24h" => Ok(now - DAY),
+        other => Err(ApiError::invalid_field(
+            "period",
+            format!("`{other}` is not one of all_time, 30d, 7d, 24h"),
+        )
+        .detail("in", "query")),
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Metrics {
+    pub total_trades: u64,
+    pub winning_trades: u64,
+    pub losing_trades: u64,
+    pub win_rate: f64,
+    pub total_pnl: f64,
+    pub total_profit: f64,
+    pub total_loss: f64,
+    pub average_win: f64,
+    pub average_loss: f64,
+    pub profit_factor: Option<f64>,
+    pub sharpe_ratio: Option<f64>,
+    pub max_drawdown: Option<f64>,
+    pub active_positions: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Performance {
+    pub success: bool,
+    pub metrics: Metrics,
+    pub period: String,
+    pub timestamp: String,
+}
+
+pub async fn performance(
+    app: &App,
+    user: &Principal,
+    period: Option<&str>,
+) -> ApiResult<Performance> {
+    let period = period.unwrap_or("all_time");
+    let since = period_start(period, now_ms())?;
+    let (trades, equity, _) = reports::series(app, &user.user_id, since).await?;
+    let totals = TradeTotals::of(&trades);
+    let open = reports::positions(app, user, None, None).await?;
+    let daily = metrics::daily_close(&equity);
+    let average = |sum: f64, count: u64| {
+        if count == 0 {
+            0.0
+        } else {
+            round2(sum / count as f64)
+        }
+    };
+    Ok(Performance {
+        success: true,
+        metrics: Metrics {
+            total_trades: totals.total,
+            winning_trades: totals.winners,
+            losing_trades: totals.losers,
+            win_rate: totals.win_rate_pct(),
+            total_pnl: totals.net,
+            total_profit: totals.profit,
+            total_loss: totals.loss,
+            average_win: average(totals.profit, totals.winners),
+            average_loss: average(totals.loss, totals.losers),
+            profit_factor: (totals.loss > 0.0).then(|| round2(totals.profit / totals.loss)),
+            // Daily returns need at least two closes (three days of equity).
+            sharpe_ratio: (daily.len() >= 3)
+                .then(|| round2(metrics::sharpe(&metrics::daily_returns(&daily)))),
+            max_drawdown: Some(round2(-metrics::drawdown(&equity).max_drawdown_pct)),
+            active_positions: open.positions.len(),
+        },
+        period: period.to_string(),
+        timestamp: now(),
+    })
+}

@@ -1,0 +1,658 @@
+//! The ledger route set (companion D): open positions, completed trades, raw ledger rows and
+//! their statistics, straight from the engine's books, as JSON, CSV or a PDF report. Each table
+//! is a list of [`Record`]s whose columns are the original's, so JSON and CSV share one shape.
+
+use rust_decimal::Decimal;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::App;
+use crate::auth::Principal;
+use crate::engine::accounting::float;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::pdf;
+use crate::store::ledger::{self as rows, Scope};
+use crate::store::{iso8601, now_ms};
+
+/// Whose books a request reads: its own, or (admins only) one user's or everyone's.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    /// `None`: every user (an admin without a filter).
+    pub user_id: Option<String>,
+    /// What `statistics.user_id` echoes.
+    pub label: String,
+}
+
+/// Resolves the `user_id` query parameter: honoured for admins only; `master` is the caller.
+pub fn owner(user: &Principal, requested: Option<&str>) -> ApiResult<Owner> {
+    let own = || Owner {
+        user_id: Some(user.user_id.clone()),
+        label: user.user_id.clone(),
+    };
+    match requested.map(str::trim).filter(|r| !r.is_empty()) {
+        None if user.is_admin() => Ok(Owner {
+            user_id: None,
+            label: "all".into(),
+        }),
+        None | Some("master") => Ok(own()),
+        Some(id) if id == user.user_id => Ok(own()),
+        Some(id) if user.is_admin() => Ok(Owner {
+            user_id: Some(id.to_string()),
+            label: id.to_string(),
+        }),
+        Some(_) => Err(ApiError::new(
+            ErrorCode::Unauthorized,
+            "The user_id filter is for admins; you can read only your own books",
+        )),
+    }
+}
+
+fn scope(owner: &Owner, symbol: Option<&str>) -> Scope {
+    Scope {
+        user_id: owner.user_id.clone(),
+        symbol: symbol
+            .map(|s| s.trim().to_uppercase())
+            .filter(|s| !s.is_empty()),
+    }
+}
+
+/// One value of a row: exact decimals stay exact in CSV and become numbers in JSON.
+#[derive(Debug, Clone)]
+enum Cell {
+    Decimal(Decimal),
+    Number(f64),
+    Text(String),
+    Null,
+}
+
+impl Cell {
+    fn json(&self) -> Value {
+        match self {
+            Cell::Decimal(d) => Value::from(float(*d)),
+            Cell::Number(x) if x.is_finite() => Value::from(*x),
+            Cell::Number(_) | Cell::Null => Value::Null,
+            Cell::Text(text) => Value::from(text.clone()),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Cell::Decimal(d) => d.normalize().to_string(),
+            Cell::Number(x) => x.to_string(),
+            Cell::Text(text) => text.clone(),
+            Cell::Null => String::new(),
+        }
+    }
+}
+
+/// A row in its table's column order.
+#[derive(Debug, Clone)]
+pub struct Record(Vec<(&'static str, Cell)>);
+
+impl Record {
+    fn get(&self, column: &str) -> Option<&Cell> {
+        self.0.iter().find(|(c, _)| *c == column).map(|(_, v)| v)
+    }
+}
+
+impl Serialize for Record {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let map: Map<String, Value> = self
+            .0
+            .iter()
+            .map(|(column, cell)| (column.to_string(), cell.json()))
+            .collect();
+        map.serialize(serializer)
+    }
+}
+
+fn dec(text: &str) -> ApiResult<Decimal> {
+    text.parse()
+        .map_err(|_| ApiError::internal(format!("a stored amount is not a decimal: {text:?}")))
+}
+
+fn opt_dec(text: &Option<String>) -> ApiResult<Cell> {
+    Ok(match text {
+        Some(text) => Cell::Decimal(dec(text)?),
+        None => Cell::Null,
+    })
+}
+
+fn upper(text: &str) -> Cell {
+    Cell::Text(text.to_uppercase())
+}
+
+fn position_record(p: rows::OpenPositionRow) -> ApiResult<Record> {
+    let entry_price = dec(&p.entry_price)?;
+    let quantity = dec(&p.quantity)?;
+    let entry_time = Cell::Text(iso8601(p.opened_at));
+    Ok(Record(vec![
+        ("id", Cell::Text(p.id.clone())),
+        ("position_id", Cell::Text(p.id)),
+        ("user_id", Cell::Text(p.user_id)),
+        ("symbol", Cell::Text(p.symbol)),
+        ("side", upper(&p.side)),
+        ("entry_price", Cell::Decimal(entry_price)),
+        ("quantity", Cell::Decimal(quantity)),
+        (
+            "size_usd",
+            Cell::Decimal((entry_price * quantity).round_dp(8)),
+        ),
+        ("stop_loss", opt_dec(&p.stop_loss)?),
+        ("take_profit_1", opt_dec(&p.take_profit)?),
+        ("take_profit_2", Cell::Null),
+        ("take_profit_3", Cell::Null),
+        ("entry_fee", Cell::Decimal(dec(&p.entry_fees)?)),
+        ("entry_time", entry_time.clone()),
+        ("status", Cell::Text("open".into())),
+        ("notes", Cell::Null),
+        ("created_at", entry_time),
+        ("position_source", Cell::Text("strategy".into())),
+    ]))
+}
+
+fn trade_record(t: rows::TradeRow) -> ApiResult<Record> {
+    let size = dec(&t.size_usd)?;
+    let fees = dec(&t.fees)?;
+    let entry_fee = t.entry_fee.as_deref().map(dec).transpose()?;
+    let net = dec(&t.net_pnl)?;
+    let profit_pct = if size.is_zero() {
+        Decimal::ZERO
+    } else {
+        (net / size * Decimal::ONE_HUNDRED).round_dp(4)
+    };
+    let exit_time = Cell::Text(iso8601(t.closed_at));
+    Ok(Record(vec![
+        ("id", Cell::Text(t.id)),
+        ("position_id", Cell::Text(t.position_id)),
+        ("user_id", Cell::Text(t.user_id)),
+        ("symbol", Cell::Text(t.symbol)),
+        ("side", upper(&t.side)),
+        ("entry_price", Cell::Decimal(dec(&t.entry_price)?)),
+        ("exit_price", Cell::Decimal(dec(&t.exit_price)?)),
+        ("quantity", Cell::Decimal(dec(&t.quantity)?)),
+        ("size_usd", Cell::Decimal(size)),
+        ("entry_fee", entry_fee.map_or(Cell::Null, Cell::Decimal)),
+        (
+            "exit_fee",
+            entry_fee.map_or(Cell::Null, |e| Cell::Decimal(fees - e)),
+        ),
+        ("total_fees", Cell::Decimal(fees)),
+        ("gross_profit", Cell::Decimal(dec(&t.gross_pnl)?)),
+        ("net_profit", Cell::Decimal(net)),
+        ("profit_pct", Cell::Decimal(profit_pct)),
+        ("entry_time", Cell::Text(iso8601(t.opened_at))),
+        ("exit_time", exit_time.clone()),
+        (
+            "duration_seconds",
+            Cell::Number((t.closed_at - t.opened_at).max(0) as f64 / 1000.0),
+        ),
+        ("exit_reason", Cell::Text(t.exit_reason)),
+        ("notes", Cell::Null),
+        ("created_at", exit_time),
+    ]))
+}
+
+fn ledger_record(l: rows::LedgerRow) -> ApiResult<Record> {
+    let at = Cell::Text(iso8601(l.created_at));
+    Ok(Record(vec![
+        ("id", Cell::Text(l.id)),
+        ("timestamp", at.clone()),
+        ("user_id", Cell::Text(l.user_id)),
+        ("symbol", Cell::Text(l.symbol)),
+        ("side", upper(&l.side)),
+        ("action", upper(&l.action)),
+        ("price", Cell::Decimal(dec(&l.price)?)),
+        ("quantity", Cell::Decimal(dec(&l.quantity)?)),
+        ("size_usd", Cell::Decimal(dec(&l.notional)?)),
+        ("fee", Cell::Decimal(dec(&l.fee)?)),
+        ("order_id", Cell::Text(l.order_id)),
+        ("position_id", Cell::Text(l.position_id)),
+        ("platform_trade_id", Cell::Null),
+        ("notes", Cell::Null),
+        ("created_at", at),
+    ]))
+}
+
+fn timestamp() -> String {
+    iso8601(now_ms())
+}
+
+#[derive(Debug, Serialize)]
+pub struct OpenPositions {
+    pub positions: Vec<Record>,
+    pub count: usize,
+    pub timestamp: String,
+}
+
+pub async fn open_positions(
+    app: &App,
+    owner: &Owner,
+    symbol: Option<&str>,
+) -> ApiResult<OpenPositions> {
+    let positions = rows::open_positions(&app.db, &scope(owner, symbol))
+        .await?
+        .into_iter()
+        .map(position_record)
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(OpenPositions {
+        count: positions.len(),
+        positions,
+        timestamp: timestamp(),
+    })
+}
+
+/// `limit` 1–1000 (default 100) and `offset` ≥ 0.
+pub fn page(limit: Option<i64>, offset: Option<i64>) -> ApiResult<(i64, i64)> {
+    let limit = limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(
+            ApiError::invalid_field("limit", "must be a whole number from 1 to 1000")
+                .detail("in", "query"),
+        );
+    }
+    let offset = offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(
+            ApiError::invalid_field("offset", "must be a whole number of at least 0")
+                .detail("in", "query"),
+        );
+    }
+    Ok((limit, offset))
+}
+
+#[derive(Debug, Serialize)]
+pub struct Statistics {
+    pub total_trades: u64,
+    pub total_pnl: f64,
+    pub avg_pnl: Option<f64>,
+    pub winners: u64,
+    pub losers: u64,
+    pub best_trade: Option<f64>,
+    pub worst_trade: Option<f64>,
+    pub total_fees: f64,
+    pub open_positions: i64,
+    pub win_rate: f64,
+}
+
+async fn statistics_of(app: &App, owner: &Owner) -> ApiResult<Statistics> {
+    let all = Scope {
+        user_id: owner.user_id.clone(),
+        symbol: None,
+    };
+    let trades = rows::trades(&app.db, &all, None, 0).await?;
+    let (mut total, mut fees) = (Decimal::ZERO, Decimal::ZERO);
+    let (mut winners, mut losers) = (0u64, 0u64);
+    let (mut best, mut worst): (Option<Decimal>, Option<Decimal>) = (None, None);
+    for trade in &trades {
+        let net = dec(&trade.net_pnl)?;
+        total += net;
+        fees += dec(&trade.fees)?;
+        if net > Decimal::ZERO {
+            winners += 1;
+        } else if net < Decimal::ZERO {
+            losers += 1;
+        }
+        best = Some(best.map_or(net, |b| b.max(net)));
+        worst = Some(worst.map_or(net, |w| w.min(net)));
+    }
+    let count = trades.len() as u64;
+    Ok(Statistics {
+        total_trades: count,
+        total_pnl: float(total),
+        avg_pnl: (count > 0).then(|| float((total / Decimal::from(count)).round_dp(8))),
+        winners,
+        losers,
+        best_trade: best.map(float),
+        worst_trade: worst.map(float),
+        total_fees: float(fees),
+        open_positions: rows::count_open_positions(&app.db, owner.user_id.as_deref()).await?,
+        win_rate: if count == 0 {
+            0.0
+        } else {
+            (winners as f64 * 10_000.0 / count as f64).round() / 100.0
+        },
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct TradeHistory {
+    pub trades: Vec<Record>,
+    pub count: usize,
+    pub statistics: Statistics,
+    pub timestamp: String,
+}
+
+pub async fn history(
+    app: &App,
+    owner: &Owner,
+    symbol: Option<&str>,
+    limit: i64,
+    offset: i64,
+) -> ApiResult<TradeHistory> {
+    let trades = rows::trades(&app.db, &scope(owner, symbol), Some(limit), offset)
+        .await?
+        .into_iter()
+        .map(trade_record)
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(TradeHistory {
+        count: trades.len(),
+        trades,
+        statistics: statistics_of(app, owner).await?,
+        timestamp: timestamp(),
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct Ledger {
+    pub transactions: Vec<Record>,
+    pub count: usize,
+    pub timestamp: String,
+}
+
+pub async fn ledger(
+    app: &App,
+    owner: &Owner,
+    symbol: Option<&str>,
+    limit: i64,
+) -> ApiResult<Ledger> {
+    let transactions = rows::ledger(&app.db, &scope(owner, symbol), Some(limit))
+        .await?
+        .into_iter()
+        .map(ledger_record)
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(Ledger {
+        count: transactions.len(),
+        transactions,
+        timestamp: timestamp(),
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct StatisticsAnswer {
+    pub statistics: Statistics,
+    pub user_id: String,
+    pub timestamp: String,
+}
+
+pub async fn statistics(app: &App, owner: &Owner) -> ApiResult<StatisticsAnswer> {
+    Ok(StatisticsAnswer {
+        statistics: statistics_of(app, owner).await?,
+        user_id: owner.label.clone(),
+        timestamp: timestamp(),
+    })
+}
+
+/// The three tables of the export, with the header row of each (the original's column order).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Table {
+    TradeLedger,
+    OpenPositions,
+    CompletedTrades,
+}
+
+impl Table {
+    pub fn parse(raw: Option<&str>) -> ApiResult<Table> {
+        match raw.unwrap_or("completed_trades").trim() {
+            "trade_ledger" => Ok(Table::TradeLedger),
+            "open_positions" => Ok(Table::OpenPositions),
+            "completed_trades" => Ok(Table::CompletedTrades),
+            _ => Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                "Invalid table. Must be one of: trade_ledger, open_positions, completed_trades",
+            )
+            .detail("field", "table")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::TradeLedger => "trade_ledger",
+            Table::OpenPositions => "open_positions",
+            Table::CompletedTrades => "completed_trades",
+        }
+    }
+
+    pub fn columns(self) -> &'static [&'static str] {
+        match self {
+            Table::TradeLedger => &[
+                "id",
+                "timestamp",
+                "user_id",
+                "symbol",
+                "side",
+                "action",
+                "price",
+                "quantity",
+                "size_usd",
+                "fee",
+                "order_id",
+                "position_id",
+                "platform_trade_id",
+                "notes",
+                "created_at",
+            ],
+            Table::OpenPositions => &[
+                "id",
+                "position_id",
+                "user_id",
+                "symbol",
+                "side",
+                "entry_price",
+                "quantity",
+                "size_usd",
+                "stop_loss",
+                "take_profit_1",
+                "take_profit_2",
+                "take_profit_3",
+                "entry_fee",
+                "entry_time",
+                "status",
+                "notes",
+                "created_at",
+                "position_source",
+            ],
+            Table::CompletedTrades => &[
+                "id",
+                "position_id",
+                "user_id",
+                "symbol",
+                "side",
+                "entry_price",
+                "exit_price",
+                "quantity",
+                "size_usd",
+                "entry_fee",
+                "exit_fee",
+                "total_fees",
+                "gross_profit",
+                "net_profit",
+                "profit_pct",
+                "entry_time",
+                "exit_time",
+                "duration_seconds",
+                "exit_reason",
+                "notes",
+                "created_at",
+            ],
+        }
+    }
+
+    /// The columns of the PDF report, which has room for fewer.
+    fn report_columns(self) -> &'static [&'static str] {
+        match self {
+            Table::TradeLedger => &[
+                "timestamp",
+                "symbol",
+                "side",
+                "action",
+                "price",
+                "quantity",
+                "size_usd",
+                "fee",
+                "position_id",
+            ],
+            Table::OpenPositions => &[
+                "symbol",
+                "side",
+                "entry_price",
+                "quantity",
+                "size_usd",
+                "stop_loss",
+                "take_profit_1",
+                "entry_fee",
+                "entry_time",
+                "user_id",
+            ],
+            Table::CompletedTrades => &[
+                "symbol",
+                "side",
+                "entry_price",
+                "exit_price",
+                "quantity",
+                "size_usd",
+                "total_fees",
+                "net_profit",
+                "profit_pct",
+                "exit_time",
+                "exit_reason",
+            ],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Format {
+    Csv,
+    Pdf,
+}
+
+impl Format {
+    pub fn parse(raw: Option<&str>) -> ApiResult<Format> {
+        match raw.unwrap_or("csv").trim().to_lowercase().as_str() {
+            "csv" => Ok(Format::Csv),
+            "pdf" => Ok(Format::Pdf),
+            _ => Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                "Invalid format. Use \"csv\" or \"pdf\"",
+            )
+            .detail("field", "format")),
+        }
+    }
+}
+
+/// A file to download.
+pub struct Download {
+    pub file_name: String,
+    pub content_type: &'static str,
+    pub bytes: Vec<u8>,
+}
+
+/// Most rows one export holds (the newest).
+const EXPORT_ROWS: i64 = 100_000;
+
+async fn records(app: &App, owner: &Owner, table: Table) -> ApiResult<Vec<Record>> {
+    let all = scope(owner, None);
+    match table {
+        Table::TradeLedger => rows::ledger(&app.db, &all, Some(EXPORT_ROWS))
+            .await?
+            .into_iter()
+            .map(ledger_record)
+            .collect(),
+        Table::OpenPositions => rows::open_positions(&app.db, &all)
+            .await?
+            .into_iter()
+            .map(position_record)
+            .collect(),
+        Table::CompletedTrades => rows::trades(&app.db, &all, Some(EXPORT_ROWS), 0)
+            .await?
+            .into_iter()
+            .map(trade_record)
+            .collect(),
+    }
+}
+
+pub async fn export(app: &App, owner: &Owner, table: Table, format: Format) -> ApiResult<Download> {
+    let records = records(app, owner, table).await?;
+    let stamp = chrono::Utc::now().format("%Y%m%d_%H%M%S");
+    Ok(match format {
+        Format::Csv => Download {
+            file_name: format!("tradehost_{}_{stamp}.csv", table.name()),
+            content_type: "text/csv; charset=utf-8",
+            bytes: csv(table, &records).into_bytes(),
+        },
+        Format::Pdf => {
+            let statistics = statistics_of(app, owner).await?;
+            Download {
+                file_name: format!("tradehost_{}_{stamp}.pdf", table.name()),
+                content_type: "application/pdf",
+                bytes: report(table, owner, &statistics, &records),
+            }
+        }
+    })
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// The table as CSV: the header row, then one line per record, CRLF line endings.
+fn csv(table: Table, records: &[Record]) -> String {
+    let mut out = table.columns().join(",");
+    out.push_str("\r\n");
+    for record in records {
+        let line: Vec<String> = table
+            .columns()
+            .iter()
+            .map(|column| csv_field(&record.get(column).map(Cell::text).unwrap_or_default()))
+            .collect();
+        out.push_str(&line.join(","));
+        out.push_str("\r\n");
+    }
+    out
+}
+
+fn report(table: Table, owner: &Owner, statistics: &Statistics, records: &[Record]) -> Vec<u8> {
+    let figure = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |x| format!("{x:.2}"));
+    let title = format!("tradehost - {}", table.name().replace('_', " "));
+    let heading = format!("{} ({} rows)", table.name(), records.len());
+    let columns = table.report_columns();
+    let document = pdf::Report {
+        title: &title,
+        summary: vec![
+            ("Account".into(), owner.label.clone()),
+            ("Generated".into(), timestamp()),
+            (
+                "Completed trades".into(),
+                statistics.total_trades.to_string(),
+            ),
+            ("Win rate".into(), format!("{:.2} %", statistics.win_rate)),
+            ("Net profit".into(), figure(Some(statistics.total_pnl))),
+            ("Fees".into(), figure(Some(statistics.total_fees))),
+            ("Best trade".into(), figure(statistics.best_trade)),
+            ("Worst trade".into(), figure(statistics.worst_trade)),
+            (
+                "Open positions".into(),
+                statistics.open_positions.to_string(),
+            ),
+        ],
+        tables: vec![pdf::Table {
+            heading: &heading,
+            columns,
+            rows: records
+                .iter()
+                .map(|record| {
+                    columns
+                        .iter()
+                        .map(|column| record.get(column).map(Cell::text).unwrap_or_default())
+                        .collect()
+                })
+                .collect(),
+        }],
+    };
+    pdf::render(&document)
+}
