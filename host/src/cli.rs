@@ -1,4 +1,4 @@
-//! The `tradehost` command line: serve (default), migrate, admin.
+//! The `tradehost` command line: serve (default), migrate, admin, plugin, restart, vault.
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -31,6 +31,10 @@ pub enum Command {
         #[command(subcommand)]
         action: PluginCommand,
     },
+    /// Restart the trading engine of the server running on this data directory, gracefully:
+    /// bots save their state (closing positions first with
+    /// TRADEHOST_CLOSE_POSITIONS_ON_RESTART=true) and are loaded again.
+    Restart,
     /// The broker-credential vault.
     Vault {
         #[command(subcommand)]
@@ -115,6 +119,11 @@ pub async fn run(cli: Cli) -> Result<()> {
             let db = Db::connect(&config.database_url).await?;
             db.migrate().await?;
             println!("database migrated ({})", db.backend.name());
+            Ok(())
+        }
+        Command::Restart => {
+            let pid = crate::companion::restart::signal_running_server(&config.data_dir)?;
+            println!("restart signal sent to tradehost (pid {pid})");
             Ok(())
         }
         Command::Plugin {
