@@ -182,3 +182,80 @@ pub async fn alarms_since<'e>(
     .fetch_all(exec)
     .await
 }
+
+/// Thins tracker snapshots older than `before` to one per user and hour, so that long histories
+/// stay small while recent ones keep full resolution.
+pub async fn thin_tracker_snapshots<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    before: i64,
+) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "DELETE FROM performance_snapshots WHERE source = 'tracker' AND taken_at < $1 AND id NOT IN ( \
+         SELECT MAX(id) FROM performance_snapshots WHERE source = 'tracker' AND taken_at < $1 \
+         GROUP BY user_id, taken_at / 3600000)",
+    )
+    .bind(before)
+    .execute(exec)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(id: &str, source: &str, taken_at: i64) -> SnapshotRow {
+        SnapshotRow {
+            id: id.into(),
+            user_id: "u1".into(),
+            taken_at,
+            source: source.into(),
+            cash: 100.0,
+            positions_value: 0.0,
+            unrealized_pnl: 0.0,
+            realized_pnl_today: 0.0,
+            total_trades: 0,
+            winning_trades: 0,
+            losing_trades: 0,
+            kpi: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn thinning_keeps_one_old_tracker_snapshot_an_hour_and_everything_else() {
+        let (db, _dir) = crate::store::testing::sqlite().await;
+        sqlx::query(
+            "INSERT INTO users (id, email, email_lower, full_name, password_hash, role, status, \
+             subscription_tier, created_at, updated_at) VALUES ('u1', 'a@b.co', 'a@b.co', 'A', 'x', 'user', 'active', 'free', 0, 0)",
+        )
+        .execute(&db.pool)
+        .await
+        .unwrap();
+        const HOUR: i64 = 3_600_000;
+        let rows = [
+            snapshot("a", "tracker", HOUR),
+            snapshot("b", "tracker", HOUR + 60_000),
+            snapshot("c", "tracker", HOUR + 120_000),
+            snapshot("d", "tracker", 2 * HOUR),
+            snapshot("e", "manual", HOUR + 1),
+            snapshot("f", "tracker", 10 * HOUR),
+            snapshot("g", "tracker", 10 * HOUR + 1),
+        ];
+        for row in &rows {
+            insert_snapshot(&db.pool, row).await.unwrap();
+        }
+        assert_eq!(thin_tracker_snapshots(&db.pool, 5 * HOUR).await.unwrap(), 2);
+        let left: Vec<String> = snapshots_since(&db.pool, "u1", 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        // One of a, b, c (the first hour), d, the manual one, and both recent ones.
+        assert_eq!(left.len(), 5, "{left:?}");
+        for kept in ["d", "e", "f", "g"] {
+            assert!(left.contains(&kept.to_string()), "{left:?}");
+        }
+        assert_eq!(thin_tracker_snapshots(&db.pool, 5 * HOUR).await.unwrap(), 0);
+    }
+}
