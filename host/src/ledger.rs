@@ -656,3 +656,78 @@ fn report(table: Table, owner: &Owner, statistics: &Statistics, records: &[Recor
     };
     pdf::render(&document)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal(id: &str, role: &str) -> Principal {
+        Principal {
+            user_id: id.into(),
+            session_id: "s".into(),
+            role: role.into(),
+        }
+    }
+
+    #[test]
+    fn user_id_filter_is_for_admins_and_master_is_the_caller() {
+        let user = principal("u1", "user");
+        assert_eq!(owner(&user, None).unwrap().user_id.as_deref(), Some("u1"));
+        assert_eq!(
+            owner(&user, Some("master")).unwrap().user_id.as_deref(),
+            Some("u1")
+        );
+        assert_eq!(owner(&user, Some("u1")).unwrap().label, "u1");
+        assert_eq!(
+            owner(&user, Some("u2")).unwrap_err().code,
+            ErrorCode::Unauthorized
+        );
+        let admin = principal("a1", "admin");
+        let everyone = owner(&admin, None).unwrap();
+        assert_eq!((everyone.user_id, everyone.label.as_str()), (None, "all"));
+        assert_eq!(
+            owner(&admin, Some("u2")).unwrap().user_id.as_deref(),
+            Some("u2")
+        );
+        assert_eq!(
+            owner(&admin, Some("master")).unwrap().user_id.as_deref(),
+            Some("a1")
+        );
+    }
+
+    #[test]
+    fn csv_has_the_header_row_crlf_and_quoted_fields() {
+        let record = Record(vec![
+            ("id", Cell::Text("t1".into())),
+            ("timestamp", Cell::Text("2026-01-01T00:00:00.000Z".into())),
+            ("symbol", Cell::Text("BTC-USD".into())),
+            ("price", Cell::Decimal("62000.50".parse().unwrap())),
+            ("notes", Cell::Text("said \"hi\", then left".into())),
+            ("platform_trade_id", Cell::Null),
+        ]);
+        let text = csv(Table::TradeLedger, &[record]);
+        let lines: Vec<&str> = text.split("\r\n").collect();
+        assert_eq!(
+            lines[0],
+            "id,timestamp,user_id,symbol,side,action,price,quantity,size_usd,fee,order_id,position_id,platform_trade_id,notes,created_at"
+        );
+        assert_eq!(
+            lines[1],
+            "t1,2026-01-01T00:00:00.000Z,,BTC-USD,,,62000.5,,,,,,,\"said \"\"hi\"\", then left\","
+        );
+        assert_eq!(lines[2], "");
+        assert_eq!(lines.len(), 3);
+    }
+
+    #[test]
+    fn export_checks_table_then_format_and_limits_pages() {
+        assert!(Table::parse(Some("users")).is_err());
+        assert_eq!(Table::parse(None).unwrap(), Table::CompletedTrades);
+        assert_eq!(Format::parse(Some("PDF")).unwrap(), Format::Pdf);
+        assert!(Format::parse(Some("xlsx")).is_err());
+        assert_eq!(page(None, None).unwrap(), (100, 0));
+        assert!(page(Some(0), None).is_err());
+        assert!(page(Some(1001), None).is_err());
+        assert!(page(Some(10), Some(-1)).is_err());
+    }
+}

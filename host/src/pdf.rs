@@ -769,6 +769,27 @@ mod tests {
         }
     }
 
+    /// The structure check itself: one byte inserted before the objects moves every offset.
+    #[test]
+    #[should_panic(expected = "xref offset of object 1")]
+    fn a_shifted_object_fails_the_check() {
+        let report = Report {
+            title: "Shifted",
+            summary: Vec::new(),
+            tables: Vec::new(),
+        };
+        let mut pdf = render(&report);
+        let first_object = find(&pdf, b"1 0 obj").unwrap();
+        pdf.insert(first_object, b'\n');
+        // Keep `startxref` right, so only the xref entries are stale.
+        let startxref = rfind(&pdf, b"startxref\n").unwrap();
+        let xref_offset =
+            number_after(std::str::from_utf8(&pdf[startxref..]).unwrap(), "startxref");
+        pdf.truncate(startxref);
+        pdf.extend_from_slice(format!("startxref\n{}\n%%EOF\n", xref_offset + 1).as_bytes());
+        parse(&pdf);
+    }
+
     #[test]
     fn a_report_without_tables_has_one_page() {
         let report = Report {

@@ -415,3 +415,44 @@ mod tests {
         assert_eq!(err.code, ErrorCode::InvalidRequest);
     }
 }
+
+#[cfg(test)]
+mod flavor_tests {
+    use super::Flavor;
+
+    #[test]
+    fn each_route_set_answers_in_its_own_envelope() {
+        for path in ["/api/v1/auth/login", "/api/v1/account/positions", "/ws/v1"] {
+            assert_eq!(Flavor::for_path(path), Flavor::Platform, "{path}");
+        }
+        for path in [
+            "/",
+            "/health",
+            "/api/auth/login",
+            "/api/status",
+            "/api/positions",
+            "/api/v1/start",
+            "/api/v1/positions",
+            "/api/v1/performance",
+            "/nowhere",
+        ] {
+            assert_eq!(Flavor::for_path(path), Flavor::Detail, "{path}");
+        }
+        for path in [
+            "/api/restart",
+            "/api/positions/open",
+            "/api/trades/export",
+            "/api/v1/dashboard/metrics",
+            "/api/kpi/current",
+            "/api/alarms/active",
+            "/api/dashboard/overview",
+            "/api/health",
+            "/trades",
+        ] {
+            assert_eq!(Flavor::for_path(path), Flavor::Companion, "{path}");
+        }
+        // Prefixes match whole segments only.
+        assert_eq!(Flavor::for_path("/api/tradesx"), Flavor::Detail);
+        assert_eq!(Flavor::for_path("/api/v1/positionsx"), Flavor::Platform);
+    }
+}
