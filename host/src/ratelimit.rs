@@ -200,8 +200,9 @@ pub struct OriginalPath(pub Option<String>);
 
 pub const LIMITED_PATH: &str = "/__tradehost/rate-limited";
 
+/// The platform's and the companion backend's sign-in routes share the per-IP auth budget.
 fn is_auth_route(path: &str) -> bool {
-    path.starts_with("/api/v1/auth/")
+    path.starts_with("/api/v1/auth/") || path.starts_with("/api/auth/")
 }
 
 /// Counts every request before routing. A request over its limit is rerouted to a route that
