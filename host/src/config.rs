@@ -121,6 +121,8 @@ pub struct AppConfig {
     /// Extra ports serving the dashboard set (E) and the restart, ledger and KPI sets (C, D, F).
     pub dashboard_port: Option<u16>,
     pub companion_port: Option<u16>,
+    /// A browser client served on the API's origin (`TRADEHOST_WEB_DIR`, see `api::web`).
+    pub web_dir: Option<PathBuf>,
 }
 
 /// Reads a variable; an empty value counts as unset.
@@ -338,6 +340,7 @@ impl AppConfig {
             exit_on_restart: flag("TRADEHOST_EXIT_ON_RESTART")?,
             dashboard_port,
             companion_port,
+            web_dir: env("TRADEHOST_WEB_DIR").map(PathBuf::from),
         })
     }
 }

@@ -153,6 +153,7 @@ impl App {
 /// The server: state, fairings, routes and catchers, and the background tasks started at liftoff.
 pub fn rocket(figment: Figment, app: App) -> Rocket<Build> {
     let extra_ports = figment.clone();
+    let web_dir = app.config.web_dir.clone();
     let rocket = rocket::custom(figment)
         .manage(app)
         .attach(api::request_id::RequestIdFairing)
@@ -183,7 +184,11 @@ pub fn rocket(figment: Figment, app: App) -> Rocket<Build> {
                 }
             })
         }));
-    api::mount(rocket)
+    let rocket = api::mount(rocket);
+    match web_dir {
+        Some(dir) => api::web::mount(rocket, &dir),
+        None => rocket,
+    }
 }
 
 /// Serves the companion sets on their historical ports too, when configured

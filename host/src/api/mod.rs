@@ -8,6 +8,7 @@ pub mod pages;
 pub mod query;
 pub mod request_id;
 pub mod v1;
+pub mod web;
 pub mod ws;
 
 use rocket::http::Status;

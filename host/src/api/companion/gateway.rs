@@ -15,7 +15,9 @@ pub fn routes() -> Vec<Route> {
     routes![root, start, stop, balance, positions, performance]
 }
 
-#[get("/")]
+/// Ranked after an operator's own browser client (`api::web`), which answers browsers asking
+/// for HTML when one is configured.
+#[get("/", rank = 2)]
 fn root(app: &State<App>) -> Json<Value> {
     Json(gateway::root(app))
 }
