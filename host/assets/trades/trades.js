@@ -218,7 +218,11 @@
       return '-';
     }
     const rounded = Number(n.toFixed(2));
-    return `${rounded < 0 ? '-' : ''}$${Math.abs(rounded).toFixed(2)}`;
+    const digits = Math.abs(rounded).toLocaleString('en-US', {
+      minimumFractionDigits: 2,
+      maximumFractionDigits: 2,
+    });
+    return `${rounded < 0 ? '-' : ''}$${digits}`;
   }
 
   // Prices of cheap assets keep their significant digits.

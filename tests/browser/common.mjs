@@ -1,0 +1,107 @@
+// Shared by the browser tests: launching Debian's chromium through playwright-core, watching
+// that nothing leaves the server's origin, and failing with a readable message.
+
+import { chromium } from 'playwright-core';
+
+export class Failure extends Error {}
+
+export function fail(message) {
+  throw new Failure(message);
+}
+
+export function env(name) {
+  const value = process.env[name];
+  if (!value) {
+    fail(`the environment variable ${name} is not set`);
+  }
+  return value;
+}
+
+// A browser on one page that records every request to another host, page errors and CSP
+// violations.
+export async function openBrowser(baseUrl) {
+  const base = new URL(baseUrl);
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  const context = await browser.newContext({
+    viewport: { width: 1400, height: 900 },
+    acceptDownloads: true,
+  });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  const foreign = [];
+  const problems = [];
+  page.on('request', (request) => {
+    const url = new URL(request.url());
+    // data: and blob: URLs never leave the browser.
+    if (url.protocol === 'data:' || url.protocol === 'blob:' || url.protocol === 'about:') {
+      return;
+    }
+    if (url.host !== base.host) {
+      foreign.push(`${request.method()} ${request.url()}`);
+    }
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error' && /Content.Security.Policy|Refused to/i.test(message.text())) {
+      problems.push(`console: ${message.text()}`);
+    }
+  });
+  return {
+    browser,
+    page,
+    // Fails when the page asked another host for anything, threw, or broke its CSP.
+    checkClean() {
+      if (foreign.length) {
+        fail(`requests left ${base.host}:\n  ${foreign.join('\n  ')}`);
+      }
+      if (problems.length) {
+        fail(`the page reported problems:\n  ${problems.join('\n  ')}`);
+      }
+    },
+  };
+}
+
+// Runs `body(step)` and exits 0 with `summary`, or non-zero with the failed step and message.
+export async function run(name, body) {
+  let current = 'start';
+  const step = (label) => {
+    current = label;
+  };
+  let session = null;
+  try {
+    const summary = await body(step, (opened) => {
+      session = opened;
+    });
+    console.log(`${name}: ok: ${summary}`);
+    process.exitCode = 0;
+  } catch (error) {
+    const message = error instanceof Failure ? error.message : error && error.stack ? error.stack : String(error);
+    console.error(`${name}: FAILED at "${current}": ${message}`);
+    if (session) {
+      try {
+        const shot = `/tmp/${name}-failure.png`;
+        await session.page.screenshot({ path: shot, fullPage: true });
+        console.error(`${name}: screenshot of the page: ${shot}`);
+      } catch (_) {
+        // no screenshot
+      }
+    }
+    process.exitCode = 1;
+  } finally {
+    if (session) {
+      await session.browser.close().catch(() => {});
+    }
+  }
+}
