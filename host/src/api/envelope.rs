@@ -135,7 +135,11 @@ pub fn error_body(flavor: Flavor, err: &ApiError) -> (Status, Value) {
 }
 
 /// Where a validation error points (`body` or `query`, and the field), for the 422 list form.
+/// An error whose route chose its status answers a plain message instead.
 fn validation_field(err: &ApiError) -> Option<(&str, &str)> {
+    if err.status.is_some() {
+        return None;
+    }
     let location = err
         .details
         .get("in")

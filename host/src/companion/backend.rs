@@ -88,7 +88,13 @@ pub async fn login(
     password: &str,
     meta: &ClientMeta,
 ) -> ApiResult<TokenResponse> {
-    let signed_in = service::login(app, email, password, meta).await?;
+    let signed_in = service::login(app, email, password, meta)
+        .await
+        .map_err(|err| match err.code {
+            ErrorCode::AccountSuspended => err.with_message("Account suspended"),
+            ErrorCode::AccountDisabled => err.with_message("Account disabled"),
+            _ => err,
+        })?;
     Ok(TokenResponse {
         access_token: signed_in.access_token,
         token_type: "bearer",
@@ -381,7 +387,17 @@ pub async fn update_config(
     if !trading.is_empty() {
         let mut patch = Map::new();
         patch.insert("trading".into(), Value::Object(trading));
-        crate::settings::update(app, user, patch).await?;
+        // A refused value is a plain 400 with the platform's message (not the 422 list of a
+        // malformed request, nor the tier limit's 403).
+        crate::settings::update(app, user, patch)
+            .await
+            .map_err(|err| match err.code {
+                ErrorCode::InvalidRequest
+                | ErrorCode::InvalidSetting
+                | ErrorCode::InvalidRiskLevel
+                | ErrorCode::ExceedsTierLimit => err.with_status(400),
+                _ => err,
+            })?;
     }
     config(app, user).await
 }

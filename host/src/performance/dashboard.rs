@@ -68,14 +68,14 @@ async fn figures(app: &App, user_id: &str) -> ApiResult<Figures> {
     let trades = trading::trades_since(&app.db.pool, user_id, 0).await?;
     let points = series(&snapshots);
     let (Some(first), Some(last)) = (points.first(), points.last()) else {
-        let initial = initial_capital(app, user_id).await?.unwrap_or(0.0);
+        let initial = initial_capital(app, user_id).await?;
         return Ok(Figures {
             metrics: Metrics::default(),
             initial,
             current: initial,
         });
     };
-    let initial = initial_capital(app, user_id).await?.unwrap_or(first.equity);
+    let initial = initial_capital(app, user_id).await?;
     let returns = metrics::daily_returns(&metrics::daily_close(&points));
     let daily_volatility = if returns.len() >= 2 {
         returns.iter().std_dev() * 100.0

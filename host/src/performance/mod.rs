@@ -316,9 +316,13 @@ pub async fn run(app: App) {
     }
 }
 
-/// The account's initial capital, or `None` for a user who never traded.
-pub async fn initial_capital(app: &App, user_id: &str) -> ApiResult<Option<f64>> {
+/// The account's initial capital; for a user who never traded, the capital their account will
+/// start with.
+pub async fn initial_capital(app: &App, user_id: &str) -> ApiResult<f64> {
     Ok(trading::account(&app.db.pool, user_id)
         .await?
-        .map(|account| float(account.initial_capital)))
+        .map_or(app.config.initial_capital, |account| {
+            account.initial_capital
+        }))
+    .map(float)
 }
