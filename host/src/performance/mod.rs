@@ -319,10 +319,8 @@ pub async fn run(app: App) {
 /// The account's initial capital; for a user who never traded, the capital their account will
 /// start with.
 pub async fn initial_capital(app: &App, user_id: &str) -> ApiResult<f64> {
-    Ok(trading::account(&app.db.pool, user_id)
-        .await?
-        .map_or(app.config.initial_capital, |account| {
-            account.initial_capital
-        }))
-    .map(float)
+    let account = trading::account(&app.db.pool, user_id).await?;
+    Ok(float(
+        account.map_or(app.config.initial_capital, |a| a.initial_capital),
+    ))
 }
