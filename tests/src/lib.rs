@@ -284,6 +284,22 @@ impl Server {
         }
     }
 
+    /// Waits up to `secs` for the server to exit on its own; its exit status, or `None`.
+    pub async fn wait_exit(&mut self, secs: u64) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        None
+    }
+
     /// Kills the server and starts it again on the same data directory and database.
     pub async fn restart(&mut self) {
         self.kill();

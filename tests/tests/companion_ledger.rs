@@ -930,3 +930,60 @@ async fn timestamps_carry_milliseconds() {
         ("statistics timestamp", &statistics["timestamp"]),
     ]);
 }
+
+#[tokio::test]
+async fn a_supervised_restart_saves_the_bots_and_ends_the_process() {
+    // TRADEHOST_EXIT_ON_RESTART: the server answers, exits cleanly for its supervisor, and the
+    // bot resumes when the server is started again.
+    let mut server = Server::options()
+        .env("TRADEHOST_EXIT_ON_RESTART", "true")
+        .env("TRADEHOST_CLOSE_POSITIONS_ON_RESTART", "true")
+        .env("TRADEHOST_SCAN_INTERVAL", "0.1")
+        .start()
+        .await;
+    let admin = server.admin_token().await;
+    let (user_id, token) = server.user(&email("c-exit")).await;
+    server.connect_paper(&token).await;
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper", "symbols": ["BTC-USD"]}),
+        )
+        .await
+        .expect(200);
+    server.wait_running(&token).await;
+    let restarted = server.post("/api/restart", Some(&admin), json!({})).await;
+    restarted.expect(200);
+    assert_eq!(restarted.json["success"], true, "{}", restarted.text);
+    assert_eq!(restarted.json["bots_restarted"], 1, "{}", restarted.text);
+    let status = server
+        .wait_exit(30)
+        .await
+        .expect("the server exits after a supervised restart");
+    assert!(status.success(), "exit status {status}");
+    assert!(
+        !server.data_dir().join("tradehost.pid").exists(),
+        "the pid file is removed on the way out"
+    );
+    // Positions were closed first, as configured, and nothing is left pending.
+    assert_eq!(
+        server
+            .count(&format!(
+                "SELECT COUNT(*) FROM positions WHERE user_id = '{user_id}' AND status = 'open'"
+            ))
+            .await,
+        0
+    );
+    assert_eq!(
+        server
+            .count(&format!(
+                "SELECT COUNT(*) FROM orders WHERE user_id = '{user_id}' AND status = 'pending'"
+            ))
+            .await,
+        0
+    );
+    server.restart().await;
+    let status = server.wait_running(&token).await;
+    assert_eq!(status["status"], "running", "{status}");
+}
