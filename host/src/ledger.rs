@@ -276,11 +276,7 @@ pub struct Statistics {
 }
 
 async fn statistics_of(app: &App, owner: &Owner) -> ApiResult<Statistics> {
-    let all = Scope {
-        user_id: owner.user_id.clone(),
-        symbol: None,
-    };
-    let trades = rows::trades(&app.db, &all, None, 0).await?;
+    let trades = rows::trade_figures(&app.db, owner.user_id.as_deref(), 0).await?;
     let (mut total, mut fees) = (Decimal::ZERO, Decimal::ZERO);
     let (mut winners, mut losers) = (0u64, 0u64);
     let (mut best, mut worst): (Option<Decimal>, Option<Decimal>) = (None, None);

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use statrs::statistics::Statistics;
 
-use super::{DAY_MS, TradeFigures, change_pct, equity_at, initial_capital, ratios};
+use super::{DAY_MS, TradeFigures, change_pct, closed_trades, equity_at, initial_capital, ratios};
 use crate::App;
 use crate::auth::Principal;
 use crate::companion::round2;
@@ -65,7 +65,7 @@ struct Figures {
 
 async fn figures(app: &App, user_id: &str) -> ApiResult<Figures> {
     let snapshots = rows::snapshots_since(&app.db.pool, user_id, 0).await?;
-    let trades = trading::trades_since(&app.db.pool, user_id, 0).await?;
+    let trades = closed_trades(app, user_id, 0).await?;
     let points = series(&snapshots);
     let (Some(first), Some(last)) = (points.first(), points.last()) else {
         let initial = initial_capital(app, user_id).await?;
@@ -337,7 +337,7 @@ fn month_report(
     year: i32,
     month: u32,
     snapshots: &[&SnapshotRow],
-    trades: &[crate::engine::accounting::CompletedTrade],
+    trades: &[metrics::ClosedTrade],
 ) -> Value {
     let (Some(first), Some(last)) = (snapshots.first(), snapshots.last()) else {
         return json!({"year": year, "month": month, "error": "No data available for this month"});
@@ -350,10 +350,7 @@ fn month_report(
         })
         .collect();
     let figures = TradeFigures::of(trades);
-    let net: f64 = trades
-        .iter()
-        .map(|t| crate::engine::accounting::float(t.net_pnl))
-        .sum();
+    let net: f64 = trades.iter().map(|t| t.net_pnl).sum();
     let mut days: Vec<i64> = snapshots.iter().map(|s| s.taken_at / DAY_MS).collect();
     days.dedup();
     json!({
@@ -394,7 +391,7 @@ pub async fn monthly_report(
     let (start, end) = month_bounds(year, month).expect("a valid month");
     let snapshots = rows::snapshots_since(&app.db.pool, &user.user_id, start).await?;
     let in_month: Vec<&SnapshotRow> = snapshots.iter().filter(|s| s.taken_at < end).collect();
-    let trades: Vec<_> = trading::trades_since(&app.db.pool, &user.user_id, start)
+    let trades: Vec<_> = closed_trades(app, &user.user_id, start)
         .await?
         .into_iter()
         .filter(|t| t.closed_at_ms < end)
@@ -405,7 +402,7 @@ pub async fn monthly_report(
 /// A report for every month that has snapshots, oldest first.
 pub async fn monthly_reports(app: &App, user: &Principal) -> ApiResult<Vec<Value>> {
     let snapshots = rows::snapshots_since(&app.db.pool, &user.user_id, 0).await?;
-    let trades = trading::trades_since(&app.db.pool, &user.user_id, 0).await?;
+    let trades = closed_trades(app, &user.user_id, 0).await?;
     let month_of = |ms: i64| {
         let date = chrono::DateTime::from_timestamp_millis(ms)
             .unwrap_or_default()

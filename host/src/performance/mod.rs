@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::App;
 use crate::companion::round2;
-use crate::engine::accounting::{self, CompletedTrade, float};
+use crate::engine::accounting::{self, float};
 use crate::engine::metrics::{self, EquityPoint};
 use crate::error::ApiResult;
 use crate::store::performance::{self as rows, SnapshotRow};
@@ -102,9 +102,8 @@ pub struct TradeFigures {
 }
 
 impl TradeFigures {
-    pub fn of(trades: &[CompletedTrade]) -> Self {
-        let closed: Vec<metrics::ClosedTrade> = trades.iter().map(closed).collect();
-        let m = metrics::performance(&closed, &[], 0.0);
+    pub fn of(closed: &[metrics::ClosedTrade]) -> Self {
+        let m = metrics::performance(closed, &[], 0.0);
         let (mut win_run, mut loss_run) = (0u64, 0u64);
         let mut figures = TradeFigures {
             total: m.total_trades,
@@ -117,7 +116,7 @@ impl TradeFigures {
             avg_hold_hours: round2(m.avg_trade_duration_minutes / 60.0),
             ..TradeFigures::default()
         };
-        for trade in &closed {
+        for trade in closed {
             if trade.net_pnl > 0.0 {
                 win_run += 1;
                 loss_run = 0;
@@ -134,8 +133,32 @@ impl TradeFigures {
     }
 }
 
-fn closed(t: &CompletedTrade) -> metrics::ClosedTrade {
-    crate::engine::reports::closed_trade(t)
+/// The owner's closed trades since `since` as the metrics module takes them, read without the
+/// columns the figures do not use.
+pub async fn closed_trades(
+    app: &App,
+    user_id: &str,
+    since: i64,
+) -> ApiResult<Vec<metrics::ClosedTrade>> {
+    let number = |text: &str| {
+        text.parse::<Decimal>().map(float).map_err(|_| {
+            crate::error::ApiError::internal(format!("a stored amount is not a decimal: {text:?}"))
+        })
+    };
+    crate::store::ledger::trade_figures(&app.db, Some(user_id), since)
+        .await?
+        .iter()
+        .map(|t| {
+            Ok(metrics::ClosedTrade {
+                net_pnl: number(&t.net_pnl)?,
+                gross_pnl: number(&t.gross_pnl)?,
+                fees: number(&t.fees)?,
+                size_usd: number(&t.size_usd)?,
+                opened_at_ms: t.opened_at,
+                closed_at_ms: t.closed_at,
+            })
+        })
+        .collect()
 }
 
 /// Sharpe and Sortino of the daily closes of an equity series.
@@ -175,7 +198,11 @@ pub async fn measure(app: &App, user_id: &str) -> ApiResult<(Kpi, SnapshotRow)> 
     let now = now_ms();
     let (trades, series, initial) = crate::engine::reports::series(app, user_id, 0).await?;
     let equity = float(books.equity);
-    let figures = TradeFigures::of(&trades);
+    let closed: Vec<metrics::ClosedTrade> = trades
+        .iter()
+        .map(crate::engine::reports::closed_trade)
+        .collect();
+    let figures = TradeFigures::of(&closed);
     let (sharpe, sortino) = ratios(&series);
     let drawdown = metrics::drawdown(&series);
     let first_trade = trades.iter().map(|t| t.closed_at_ms).min();
