@@ -276,14 +276,14 @@ pub struct Statistics {
 }
 
 async fn statistics_of(app: &App, owner: &Owner) -> ApiResult<Statistics> {
-    let trades = rows::trade_figures(&app.db, owner.user_id.as_deref(), 0).await?;
+    let trades = rows::trade_results(&app.db, owner.user_id.as_deref()).await?;
     let (mut total, mut fees) = (Decimal::ZERO, Decimal::ZERO);
     let (mut winners, mut losers) = (0u64, 0u64);
     let (mut best, mut worst): (Option<Decimal>, Option<Decimal>) = (None, None);
-    for trade in &trades {
-        let net = dec(&trade.net_pnl)?;
+    for (net, fee) in &trades {
+        let net = dec(net)?;
         total += net;
-        fees += dec(&trade.fees)?;
+        fees += dec(fee)?;
         if net > Decimal::ZERO {
             winners += 1;
         } else if net < Decimal::ZERO {

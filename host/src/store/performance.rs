@@ -29,8 +29,8 @@ impl SnapshotRow {
     }
 }
 
-const SNAPSHOT_COLUMNS: &str = "id, user_id, taken_at, source, cash, positions_value, unrealized_pnl, \
-     realized_pnl_today, total_trades, winning_trades, losing_trades, kpi";
+const FIGURE_COLUMNS: &str = "id, user_id, taken_at, source, cash, positions_value, unrealized_pnl, \
+     realized_pnl_today, total_trades, winning_trades, losing_trades";
 
 pub async fn insert_snapshot<'e>(
     exec: impl Executor<'e, Database = Any>,
@@ -58,7 +58,8 @@ pub async fn insert_snapshot<'e>(
     Ok(())
 }
 
-/// The user's snapshots taken at or after `since`, oldest first.
+/// The user's snapshots taken at or after `since`, oldest first, without their KPI documents
+/// (the dashboard reads only the figures; the KPI routes read the documents themselves).
 pub async fn snapshots_since<'e>(
     exec: impl Executor<'e, Database = Any>,
     user_id: &str,
@@ -66,8 +67,8 @@ pub async fn snapshots_since<'e>(
 ) -> sqlx::Result<Vec<SnapshotRow>> {
     // Only the column list is formatted in; values are bound.
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {SNAPSHOT_COLUMNS} FROM performance_snapshots WHERE user_id = $1 AND taken_at >= $2 \
-         ORDER BY taken_at, id"
+        "SELECT {FIGURE_COLUMNS}, CAST(NULL AS TEXT) AS kpi FROM performance_snapshots \
+         WHERE user_id = $1 AND taken_at >= $2 ORDER BY taken_at, id"
     )))
     .bind(user_id)
     .bind(since)
