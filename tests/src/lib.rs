@@ -4,6 +4,8 @@
 //! The backend is SQLite unless `TEST_DATABASE_URL` names a PostgreSQL server; then every server
 //! gets its own freshly created database, dropped when the test ends.
 
+pub mod companion;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use chrono::Datelike;
 use reqwest::Method;
 use serde_json::{Value, json};
+use tradehost_blackbox::companion::*;
 use tradehost_blackbox::{Reply, Server, email};
 
 const METRICS: [&str; 23] = [
@@ -100,16 +101,6 @@ const MONTHLY: [&str; 12] = [
 
 const ALL_FIELDS: &str = "positions_value, unrealized_pnl, realized_pnl_today, total_trades, winning_trades, losing_trades";
 
-fn num(value: &Value) -> f64 {
-    value
-        .as_f64()
-        .unwrap_or_else(|| panic!("not a number: {value}"))
-}
-
-fn near(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-6 * (1.0 + a.abs().max(b.abs()))
-}
-
 /// Collects disagreements, so that one run reports all of them.
 #[derive(Default)]
 struct Checks(Vec<String>);
@@ -163,51 +154,6 @@ fn data(reply: &Reply) -> Value {
     assert_eq!(reply.json["success"], true, "body: {}", reply.text);
     assert!(reply.json.get("data").is_some(), "no data: {}", reply.text);
     reply.json["data"].clone()
-}
-
-/// RFC 3339 in UTC (`Z`).
-#[track_caller]
-fn assert_utc(value: &Value) {
-    let text = value
-        .as_str()
-        .unwrap_or_else(|| panic!("not a timestamp: {value}"));
-    assert!(text.ends_with('Z'), "not UTC with Z: {text}");
-    chrono::DateTime::parse_from_rfc3339(text).unwrap_or_else(|e| panic!("{text}: {e}"));
-}
-
-/// Whether a timestamp is RFC 3339 in UTC with milliseconds and `Z`
-/// (`2026-11-22T06:40:00.123Z`), as docs/companion.md gives every companion timestamp.
-fn has_millis(value: &Value) -> bool {
-    value.as_str().is_some_and(|text| {
-        let bytes = text.as_bytes();
-        text.len() == 24
-            && bytes[10] == b'T'
-            && bytes[19] == b'.'
-            && text.ends_with('Z')
-            && chrono::DateTime::parse_from_rfc3339(text).is_ok()
-    })
-}
-
-#[track_caller]
-fn assert_millis(fields: &[(&str, &Value)]) {
-    let wrong: Vec<String> = fields
-        .iter()
-        .filter(|(_, value)| !has_millis(value))
-        .map(|(name, value)| format!("{name}: {value}"))
-        .collect();
-    assert!(
-        wrong.is_empty(),
-        "not RFC 3339 UTC with milliseconds: {wrong:#?}"
-    );
-}
-
-fn millis(value: &Value) -> i64 {
-    let text = value
-        .as_str()
-        .unwrap_or_else(|| panic!("not a timestamp: {value}"));
-    chrono::DateTime::parse_from_rfc3339(text)
-        .unwrap_or_else(|e| panic!("{text}: {e}"))
-        .timestamp_millis()
 }
 
 /// Every listed field is present and a finite JSON number or null (never a string or missing).

@@ -8,21 +8,12 @@ use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::{Value, json};
+use tradehost_blackbox::companion::*;
 use tradehost_blackbox::{Reply, Server, email};
 
 const TRADE_HEADER: &str = "id,position_id,user_id,symbol,side,entry_price,exit_price,quantity,size_usd,entry_fee,exit_fee,total_fees,gross_profit,net_profit,profit_pct,entry_time,exit_time,duration_seconds,exit_reason,notes,created_at";
 const LEDGER_HEADER: &str = "id,timestamp,user_id,symbol,side,action,price,quantity,size_usd,fee,order_id,position_id,platform_trade_id,notes,created_at";
 const POSITION_HEADER: &str = "id,position_id,user_id,symbol,side,entry_price,quantity,size_usd,stop_loss,take_profit_1,take_profit_2,take_profit_3,entry_fee,entry_time,status,notes,created_at,position_source";
-
-fn num(value: &Value) -> f64 {
-    value
-        .as_f64()
-        .unwrap_or_else(|| panic!("not a number: {value}"))
-}
-
-fn near(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-6 * (1.0 + a.abs().max(b.abs()))
-}
 
 fn dec(text: &str) -> f64 {
     text.parse()
@@ -44,64 +35,6 @@ fn assert_failure(reply: &Reply, status: u16) {
         "body: {}",
         reply.text
     );
-}
-
-/// RFC 3339 in UTC (`Z`).
-#[track_caller]
-fn assert_utc(value: &Value) {
-    let text = value
-        .as_str()
-        .unwrap_or_else(|| panic!("not a timestamp: {value}"));
-    assert!(text.ends_with('Z'), "not UTC with Z: {text}");
-    chrono::DateTime::parse_from_rfc3339(text).unwrap_or_else(|e| panic!("{text}: {e}"));
-}
-
-/// Whether a timestamp is RFC 3339 in UTC with milliseconds and `Z`
-/// (`2026-11-22T06:40:00.123Z`), as docs/companion.md gives every companion timestamp.
-fn has_millis(value: &Value) -> bool {
-    value.as_str().is_some_and(|text| {
-        let bytes = text.as_bytes();
-        text.len() == 24
-            && bytes[10] == b'T'
-            && bytes[19] == b'.'
-            && text.ends_with('Z')
-            && chrono::DateTime::parse_from_rfc3339(text).is_ok()
-    })
-}
-
-#[track_caller]
-fn assert_millis(fields: &[(&str, &Value)]) {
-    let wrong: Vec<String> = fields
-        .iter()
-        .filter(|(_, value)| !has_millis(value))
-        .map(|(name, value)| format!("{name}: {value}"))
-        .collect();
-    assert!(
-        wrong.is_empty(),
-        "not RFC 3339 UTC with milliseconds: {wrong:#?}"
-    );
-}
-
-fn millis(value: &Value) -> i64 {
-    let text = value
-        .as_str()
-        .unwrap_or_else(|| panic!("not a timestamp: {value}"));
-    chrono::DateTime::parse_from_rfc3339(text)
-        .unwrap_or_else(|e| panic!("{text}: {e}"))
-        .timestamp_millis()
-}
-
-async fn wait_position(server: &Server, token: &str, id: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while server
-        .get(&format!("/api/v1/account/positions/{id}"), Some(token))
-        .await
-        .status
-        != 200
-    {
-        assert!(Instant::now() < deadline, "position {id} did not open");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// A trader's server after one completed trade and with one open position.
