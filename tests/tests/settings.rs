@@ -223,3 +223,56 @@ async fn the_engine_obeys_the_settings() {
         "{paused}"
     );
 }
+
+#[tokio::test]
+async fn the_operator_sets_default_risk_thresholds_that_users_override() {
+    let server = Server::options()
+        .env("TRADEHOST_MAX_DRAWDOWN", "12")
+        .env("TRADEHOST_DAILY_LOSS_LIMIT", "3.5")
+        .env("TRADEHOST_MIN_WIN_RATE", "40")
+        .start()
+        .await;
+    let (_, token) = server.user(&email("thresholds")).await;
+    let settings = server.get("/api/v1/config/settings", Some(&token)).await;
+    let thresholds = &settings.data()["risk_thresholds"];
+    assert_eq!(thresholds["max_drawdown_pct"], json!(12.0), "{thresholds}");
+    assert_eq!(
+        thresholds["daily_loss_limit_pct"],
+        json!(3.5),
+        "{thresholds}"
+    );
+    assert_eq!(thresholds["min_win_rate_pct"], json!(40.0), "{thresholds}");
+    // Thresholds the operator did not set keep the documented defaults.
+    assert_eq!(
+        thresholds["warning_drawdown_pct"],
+        json!(15.0),
+        "{thresholds}"
+    );
+    // A user's own value wins over the operator's default.
+    server
+        .put(
+            "/api/v1/config/settings",
+            Some(&token),
+            json!({"risk_thresholds": {"max_drawdown_pct": 25}}),
+        )
+        .await
+        .expect(200);
+    let settings = server.get("/api/v1/config/settings", Some(&token)).await;
+    let thresholds = &settings.data()["risk_thresholds"];
+    assert_eq!(thresholds["max_drawdown_pct"], json!(25.0), "{thresholds}");
+    assert_eq!(
+        thresholds["daily_loss_limit_pct"],
+        json!(3.5),
+        "{thresholds}"
+    );
+}
+
+#[tokio::test]
+async fn an_out_of_range_threshold_default_stops_the_server() {
+    let err = Server::start_with(Server::options().env("TRADEHOST_MAX_DRAWDOWN", "250"))
+        .await
+        .err()
+        .expect("the server refuses to start")
+        .to_string();
+    assert!(err.contains("TRADEHOST_MAX_DRAWDOWN must be"), "{err}");
+}
