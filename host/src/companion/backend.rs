@@ -263,7 +263,7 @@ pub async fn status(app: &App, user: &Principal) -> ApiResult<Status> {
         BotStatus::Starting | BotStatus::Running => "running".to_string(),
         _ => view.status.clone(),
     };
-    let totals = TradeTotals::of(&trading::trades_since(&app.db.pool, &user.user_id, 0).await?);
+    let totals = closed_totals(app, user).await?;
     Ok(Status {
         user_id: user.user_id.clone(),
         trading_enabled: engine_status == "running",
@@ -317,8 +317,15 @@ pub struct Pnl {
     pub active_positions: usize,
 }
 
+/// Win and loss totals of the user's closed trades, reading only the figures (the original client
+/// polls status and pnl every 30 seconds).
+async fn closed_totals(app: &App, user: &Principal) -> ApiResult<TradeTotals> {
+    let trades = crate::performance::closed_trades(app, &user.user_id, 0).await?;
+    Ok(TradeTotals::of(trades.iter().map(|t| t.net_pnl)))
+}
+
 pub async fn pnl(app: &App, user: &Principal) -> ApiResult<Pnl> {
-    let totals = TradeTotals::of(&trading::trades_since(&app.db.pool, &user.user_id, 0).await?);
+    let totals = closed_totals(app, user).await?;
     let open = engine::reports::positions(app, user, None, None).await?;
     Ok(Pnl {
         user_id: user.user_id.clone(),

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::{TradeTotals, backend, round2};
 use crate::App;
 use crate::auth::Principal;
+use crate::engine::accounting::float;
 use crate::engine::metrics;
 use crate::engine::{self, StopRequest, reports};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -195,7 +196,7 @@ pub async fn performance(
     let period = period.unwrap_or("all_time");
     let since = period_start(period, now_ms())?;
     let (trades, equity, _) = reports::series(app, &user.user_id, since).await?;
-    let totals = TradeTotals::of(&trades);
+    let totals = TradeTotals::of(trades.iter().map(|t| float(t.net_pnl)));
     let open = reports::positions(app, user, None, None).await?;
     let daily = metrics::daily_close(&equity);
     let average = |sum: f64, count: u64| {

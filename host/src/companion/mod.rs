@@ -6,8 +6,6 @@ pub mod backend;
 pub mod gateway;
 pub mod restart;
 
-use crate::engine::accounting::{CompletedTrade, float};
-
 /// Win and loss totals of closed trades (a winner has net profit > 0).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TradeTotals {
@@ -23,10 +21,10 @@ pub struct TradeTotals {
 }
 
 impl TradeTotals {
-    pub fn of(trades: &[CompletedTrade]) -> Self {
+    /// From the net profit of each closed trade.
+    pub fn of(nets: impl IntoIterator<Item = f64>) -> Self {
         let mut totals = Self::default();
-        for trade in trades {
-            let net = float(trade.net_pnl);
+        for net in nets {
             totals.total += 1;
             totals.net += net;
             if net > 0.0 {

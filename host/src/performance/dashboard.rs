@@ -24,8 +24,9 @@ fn series(snapshots: &[SnapshotRow]) -> Vec<EquityPoint> {
         .collect()
 }
 
-fn distinct_days(snapshots: &[SnapshotRow]) -> usize {
-    let mut days: Vec<i64> = snapshots.iter().map(|s| s.taken_at / DAY_MS).collect();
+/// How many UTC days the snapshots (oldest first) fall on.
+fn distinct_days<'a>(snapshots: impl IntoIterator<Item = &'a SnapshotRow>) -> usize {
+    let mut days: Vec<i64> = snapshots.into_iter().map(|s| s.taken_at / DAY_MS).collect();
     days.dedup();
     days.len()
 }
@@ -351,8 +352,6 @@ fn month_report(
         .collect();
     let figures = TradeFigures::of(trades);
     let net: f64 = trades.iter().map(|t| t.net_pnl).sum();
-    let mut days: Vec<i64> = snapshots.iter().map(|s| s.taken_at / DAY_MS).collect();
-    days.dedup();
     json!({
         "year": year,
         "month": month,
@@ -364,7 +363,7 @@ fn month_report(
         "losing_trades": figures.losers,
         "win_rate_pct": figures.win_rate_pct,
         "max_drawdown_pct": round2(-metrics::drawdown(&points).max_drawdown_pct),
-        "trading_days": days.len(),
+        "trading_days": distinct_days(snapshots.iter().copied()),
         "net_profit": round2(net),
     })
 }
