@@ -588,15 +588,7 @@ async fn the_tracker_snapshots_trading_accounts() {
         .await
         .expect(200);
     let (_, token) = server.user(&email("f-tracked")).await;
-    // Made before the bot starts: on SQLite, the key's transaction can meet a running bot's
-    // writes and fail with "database is locked" (a platform issue).
-    let key = server
-        .post("/api/v1/config/webhook-key", Some(&token), json!({}))
-        .await
-        .data()["webhook_key"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let key = webhook_key(&server, &token).await;
     server.connect_paper(&token).await;
     server
         .post(

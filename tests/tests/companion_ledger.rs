@@ -66,15 +66,7 @@ async fn traded() -> Traded {
         .await
         .expect(200);
     let (user_id, token) = server.user(&email("d-trader")).await;
-    // Made before the bot starts: on SQLite, the key's transaction can meet a running bot's
-    // writes and fail with "database is locked" (a platform issue).
-    let key = server
-        .post("/api/v1/config/webhook-key", Some(&token), json!({}))
-        .await
-        .data()["webhook_key"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let key = webhook_key(&server, &token).await;
     server.connect_paper(&token).await;
     server
         .post(
