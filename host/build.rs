@@ -21,7 +21,7 @@ fn main() {
         .to_path_buf();
     let plugins = root.join("plugins");
     watch(&root.join("wit"));
-    for entry in ["Cargo.toml", "Cargo.lock", "sdk", "testing"] {
+    for entry in ["Cargo.toml", "Cargo.lock", "sdk", "testing", "paper-venue"] {
         watch(&plugins.join(entry));
     }
     for (dir, _) in BUILTINS {

@@ -16,7 +16,7 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::plugins::PluginKind;
 use crate::plugins::bindings::broker::Credentials;
 use crate::plugins::bindings::types::BrokerError;
-use crate::plugins::calls::Active;
+use crate::plugins::calls::{Active, BrokerAccount};
 use crate::store::audit::{self, Actor};
 use crate::store::brokers::{self as rows, BrokerRow};
 use crate::store::{self, iso8601, new_id, now_ms, users};
@@ -122,10 +122,16 @@ pub fn broker_error(err: BrokerError) -> ApiError {
         BrokerError::RateLimited(ms) => ApiError::new(
             ErrorCode::BrokerError,
             format!("The broker is rate limiting; retry in {ms} ms"),
+        )
+        .retry_after(ms.div_ceil(1000).max(1).into()),
+        BrokerError::Timeout(msg) | BrokerError::Unavailable(msg) => ApiError::new(
+            ErrorCode::BrokerError,
+            format!("The broker did not answer: {msg}"),
         ),
         BrokerError::Rejected(msg)
         | BrokerError::InsufficientFunds(msg)
-        | BrokerError::Unavailable(msg)
+        | BrokerError::Invalid(msg)
+        | BrokerError::NotFound(msg)
         | BrokerError::Unsupported(msg) => ApiError::new(
             ErrorCode::BrokerError,
             format!("The broker answered: {msg}"),
@@ -347,10 +353,17 @@ pub async fn test(app: &App, user: &Principal, broker_id: &str) -> ApiResult<Tes
     let credentials = open_credentials(app, &row)?;
     let (permissions, latency_ms) = validate(app, active.clone(), credentials.clone()).await?;
     let runtime = app.plugins.runtime().clone();
-    let balance = blocking(move || runtime.broker_balance(&active, &credentials)).await??;
-    let account_balance = match balance {
-        Ok(balance) => balance.equity,
-        // The paper market keeps no accounts: the account is the one the platform keeps.
+    let account = BrokerAccount {
+        user_id: user.user_id.clone(),
+        credentials,
+    };
+    let balances = blocking(move || runtime.broker_balances(&active, &account)).await??;
+    let account_balance = match balances {
+        // A simulated venue (or one that keeps no balances) answers with the platform's account.
+        Ok(_) if active_is_simulated(app, &row.name) => {
+            crate::engine::account_equity(app, &user.user_id).await?
+        }
+        Ok(balances) => quote_balance(&balances),
         Err(BrokerError::Unsupported(_)) => {
             crate::engine::account_equity(app, &user.user_id).await?
         }
@@ -370,6 +383,30 @@ pub async fn test(app: &App, user: &Principal, broker_id: &str) -> ApiResult<Tes
         permissions,
         account_balance,
     })
+}
+
+/// Whether the broker is a simulation whose account the platform keeps (capability `simulated`).
+fn active_is_simulated(app: &App, name: &str) -> bool {
+    app.plugins
+        .active(PluginKind::Broker, name)
+        .is_ok_and(|active| {
+            active
+                .plugin
+                .description
+                .capabilities
+                .iter()
+                .any(|c| c == "simulated")
+        })
+}
+
+/// The account's cash in its main quote currency (USD, else USDT, USDC, EUR), as a number.
+fn quote_balance(balances: &[crate::plugins::bindings::types::AssetBalance]) -> f64 {
+    ["USD", "USDT", "USDC", "EUR"]
+        .iter()
+        .find_map(|asset| balances.iter().find(|b| b.asset == *asset))
+        .and_then(|b| crate::plugins::decimal::parse(&b.free).ok())
+        .map(crate::engine::accounting::float)
+        .unwrap_or(0.0)
 }
 
 /// Opens a connection's sealed credentials.

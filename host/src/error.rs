@@ -71,6 +71,8 @@ error_codes! {
     BrokerInUse = "BROKER_IN_USE", 409, "The bot is running on this broker";
     InvalidSignature = "INVALID_SIGNATURE", 401, "The signature is missing or invalid";
     PluginError = "PLUGIN_ERROR", 502, "A plugin failed";
+    ReconciliationRequired = "RECONCILIATION_REQUIRED", 409, "The books differ from the broker; resolve the differences first";
+    PaymentFailed = "PAYMENT_FAILED", 402, "The payment was declined";
 }
 
 #[derive(Debug, Clone)]
@@ -146,8 +148,10 @@ impl ApiError {
         }
     }
 
+    /// An error of the server itself, whose cause must not leak (500, 503). A broker's or
+    /// plugin's failure (502) is not one: what the user can act on stays in its details.
     pub fn is_internal(&self) -> bool {
-        self.code.status().code >= 500
+        self.code.status().code >= 500 && self.code.status().code != 502
     }
 }
 
@@ -197,8 +201,15 @@ impl<'r> Responder<'r, 'static> for ApiError {
             self.details = Map::new();
             self.details
                 .insert("request_id".into(), json!(request_id.to_string()));
-        } else if let Some(log) = &self.log {
-            tracing::debug!(request_id = %request_id, code = self.code.as_str(), "{log}");
+        } else {
+            if let Some(log) = &self.log {
+                tracing::debug!(request_id = %request_id, code = self.code.as_str(), "{log}");
+            }
+            if self.code.status().code >= 500 {
+                tracing::warn!(request_id = %request_id, code = self.code.as_str(), "{}", self.message);
+                self.details
+                    .insert("request_id".into(), json!(request_id.to_string()));
+            }
         }
         let flavor = Flavor::of(req);
         let (status, body) = error_body(flavor, &self);
@@ -261,6 +272,8 @@ mod tests {
             ("BROKER_IN_USE", 409),
             ("INVALID_SIGNATURE", 401),
             ("PLUGIN_ERROR", 502),
+            ("RECONCILIATION_REQUIRED", 409),
+            ("PAYMENT_FAILED", 402),
         ];
         assert_eq!(ErrorCode::ALL.len(), expect.len());
         for (code, (name, status)) in ErrorCode::ALL.iter().zip(expect) {

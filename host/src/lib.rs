@@ -86,6 +86,14 @@ impl std::ops::Deref for App {
 impl App {
     /// Connects the database, applies migrations and resolves secrets.
     pub async fn init(config: AppConfig) -> Result<Self> {
+        Self::init_with_payments(config, Box::new(billing::provider::LocalProvider)).await
+    }
+
+    /// As [`App::init`], taking payments through `payments`.
+    pub async fn init_with_payments(
+        config: AppConfig,
+        payments: Box<dyn billing::provider::PaymentProvider>,
+    ) -> Result<Self> {
         std::fs::create_dir_all(&config.data_dir)?;
         let secrets = secrets::resolve(&config)?;
         let db = Db::connect(&config.database_url).await?;
@@ -98,7 +106,7 @@ impl App {
             engine: engine::Engine::default(),
             vault: vault::Vault::new(&secrets.vault_key),
             requests: telemetry::RequestStats::default(),
-            payments: Box::new(billing::provider::LocalProvider),
+            payments,
             usage: billing::usage::UsageCounter::default(),
             tracker: performance::Tracker::default(),
             metrics_token: config.metrics_token.clone(),
@@ -124,11 +132,13 @@ impl App {
         }
     }
 
-    /// Background work of a running server: mail delivery, the bot scheduler and cache sweeping.
+    /// Background work of a running server: mail delivery, the bot scheduler, the order
+    /// supervisor and cache sweeping.
     fn spawn_background(&self) {
         let mail = self.clone();
         tokio::spawn(async move { mail.mailer.run(mail.db.clone()).await });
         tokio::spawn(engine::run(self.clone()));
+        tokio::spawn(engine::supervisor::run(self.clone()));
         tokio::spawn(performance::run(self.clone()));
         let sweeper = self.clone();
         tokio::spawn(async move {
@@ -223,6 +233,25 @@ pub(crate) mod testing {
     use rocket::local::asynchronous::Client;
 
     use super::*;
+
+    /// An application on a temporary SQLite database (no server), taking payments through
+    /// `payments`.
+    pub async fn app_with_payments(
+        payments: Box<dyn billing::provider::PaymentProvider>,
+    ) -> (App, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_string_lossy().to_string();
+        let lookup = move |name: &str| match name {
+            "TRADEHOST_DATA_DIR" => Some(data_dir.clone()),
+            _ => None,
+        };
+        let figment = AppConfig::rocket_figment(&lookup).unwrap();
+        let config = AppConfig::load(&figment, &lookup).unwrap();
+        (
+            App::init_with_payments(config, payments).await.unwrap(),
+            dir,
+        )
+    }
 
     /// An in-process server on a temporary SQLite database, for route-module tests.
     pub async fn client() -> (Client, tempfile::TempDir) {

@@ -1,7 +1,8 @@
 //! Inbound trading signals: a per-user webhook key (shown once, stored hashed) and
-//! `POST /webhooks/signals`, which hands a signal to the user's running bot. The bot acts on it
-//! in its next scan, through the same limits and risk rules as a strategy's signal; the outcome
-//! is announced as `trade_executed` and lands in the ledger.
+//! `POST /webhooks/signals`, which writes a signal for the user's running bot before answering.
+//! The bot acts on it once, in its next scan, through the same limits and risk rules as a
+//! strategy's signal; the outcome is announced as `trade_executed`, lands in the ledger, and is
+//! readable by the `trade_id` the sender got (`GET /webhooks/signals/{trade_id}`).
 
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -10,10 +11,11 @@ use serde_json::json;
 use crate::App;
 use crate::auth::ClientMeta;
 use crate::auth::sessions::Principal;
-use crate::engine::{self, QueuedSignal, SignalKind};
+use crate::engine::signals::{self as inbound, SignalKind, SignalView};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::plugins::registry::sha256_hex;
 use crate::store::audit::{self, Actor};
+use crate::store::signals::SignalRow;
 use crate::store::{iso8601, now_ms, webhook_keys};
 
 #[derive(Debug, Serialize)]
@@ -69,6 +71,9 @@ pub struct SignalRequest {
     pub size_usd: Option<f64>,
 }
 
+/// The largest entry a signal may ask for, in account currency (the settings cap it further).
+const MAX_SIZE_USD: f64 = 1e9;
+
 #[derive(Debug, Serialize)]
 pub struct Received {
     pub received: bool,
@@ -81,16 +86,12 @@ pub async fn receive(app: &App, request: SignalRequest) -> ApiResult<Received> {
         webhook_keys::user_of(&app.db.pool, &sha256_hex(request.api_key.trim().as_bytes()))
             .await?
             .ok_or_else(|| ApiError::new(ErrorCode::TokenInvalid, "Unknown webhook key"))?;
-    let kind = match request.action.trim().to_lowercase().as_str() {
-        "buy" => SignalKind::Buy,
-        "sell" => SignalKind::Sell,
-        "close" => SignalKind::Close,
-        other => {
-            return Err(ApiError::invalid_field(
-                "action",
-                format!("`{other}` is not one of buy, sell, close"),
-            ));
-        }
+    let action = request.action.trim().to_lowercase();
+    let Some(kind) = SignalKind::parse(&action) else {
+        return Err(ApiError::invalid_field(
+            "action",
+            format!("`{action}` is not one of buy, sell, close"),
+        ));
     };
     let symbol = request.symbol.trim().to_uppercase();
     if !crate::settings::valid_pair(&symbol) {
@@ -100,23 +101,32 @@ pub async fn receive(app: &App, request: SignalRequest) -> ApiResult<Received> {
         ));
     }
     if let Some(size) = request.size_usd
-        && !(size.is_finite() && size > 0.0)
+        && !(size.is_finite() && size > 0.0 && size <= MAX_SIZE_USD)
     {
-        return Err(ApiError::invalid_field("size_usd", "a positive number"));
+        return Err(ApiError::invalid_field(
+            "size_usd",
+            format!("a positive number of at most {MAX_SIZE_USD}"),
+        ));
     }
     if request.price.is_some_and(|p| !(p.is_finite() && p > 0.0)) {
         return Err(ApiError::invalid_field("price", "a positive number"));
     }
     let trade_id = crate::store::new_id();
     tracing::info!(%user_id, %symbol, action = %request.action, strategy = ?request.strategy, "inbound signal");
-    engine::queue_signal(
+    inbound::accept(
         app,
-        &user_id,
-        QueuedSignal {
+        SignalRow {
             id: trade_id.clone(),
+            user_id,
             symbol,
-            kind,
-            size_usd: request.size_usd,
+            action: kind.as_str().into(),
+            size_usd: request.size_usd.map(|s| s.to_string()),
+            strategy: request.strategy.map(|s| s.chars().take(200).collect()),
+            status: "received".into(),
+            outcome: None,
+            order_id: None,
+            received_at: now_ms(),
+            processed_at: None,
         },
     )
     .await?;
@@ -125,4 +135,23 @@ pub async fn receive(app: &App, request: SignalRequest) -> ApiResult<Received> {
         trade_id,
         status: "processing",
     })
+}
+
+/// Who may read a signal's outcome: the user signed in, or the sender with the webhook key.
+pub enum Reader<'a> {
+    User(&'a Principal),
+    WebhookKey(&'a str),
+}
+
+/// What became of signal `trade_id`.
+pub async fn status(app: &App, reader: Reader<'_>, trade_id: &str) -> ApiResult<SignalView> {
+    let user_id = match reader {
+        Reader::User(user) => user.user_id.clone(),
+        Reader::WebhookKey(key) => {
+            webhook_keys::user_of(&app.db.pool, &sha256_hex(key.trim().as_bytes()))
+                .await?
+                .ok_or_else(|| ApiError::new(ErrorCode::TokenInvalid, "Unknown webhook key"))?
+        }
+    };
+    inbound::view(app, &user_id, trade_id).await
 }

@@ -11,10 +11,11 @@ use tradehost::plugins::bindings::broker::Credentials;
 use tradehost::plugins::bindings::risk_rule::{ProposedOrder, RiskContext};
 use tradehost::plugins::bindings::strategy::{Evaluation, ScanContext};
 use tradehost::plugins::bindings::types::{
-    Account, AlarmLevel, BrokerError, KpiSnapshot, OrderKind, OrderRequest, OrderSide, Series,
-    Side, SignalAction, Threshold, Verdict,
+    Account, AlarmLevel, BrokerError, KpiSnapshot, OrderKind, OrderQuery, OrderRequest, OrderSide,
+    OrderStatus, Series, Side, SignalAction, Threshold, Verdict,
 };
 use tradehost::plugins::builtin::BUILTINS;
+use tradehost::plugins::calls::BrokerAccount;
 use tradehost::plugins::{Limits, Manifest, PluginError, PluginKind, PluginRuntime, Registry};
 
 fn repo() -> PathBuf {
@@ -215,55 +216,208 @@ fn the_paper_market_is_deterministic_and_consistent_across_intervals() {
     assert_eq!(check.permissions, vec!["read", "trade"]);
 }
 
+fn account_of(user: &str) -> BrokerAccount {
+    BrokerAccount {
+        user_id: user.into(),
+        credentials: creds(),
+    }
+}
+
+fn market_order(side: OrderSide, id: &str, quantity: &str) -> OrderRequest {
+    OrderRequest {
+        client_order_id: id.into(),
+        symbol: "ETH-USD".into(),
+        side,
+        quantity: quantity.into(),
+        kind: OrderKind::Market,
+        limit_price: None,
+        reduce_only: false,
+    }
+}
+
+fn number(text: &str) -> f64 {
+    text.parse().unwrap()
+}
+
 #[test]
 fn paper_fills_carry_fees_and_slippage_against_the_taker() {
     let registry = registry();
     let paper = registry.active(PluginKind::Broker, "paper").unwrap();
     let runtime = registry.runtime();
-    let order = |side, id: &str| OrderRequest {
-        client_order_id: id.into(),
-        symbol: "ETH-USD".into(),
-        side,
-        quantity: 0.5,
-        kind: OrderKind::Market,
-        limit_price: None,
-        reduce_only: false,
-    };
+    let alice = account_of("alice");
     let buy = runtime
-        .broker_place_order(&paper, &creds(), &order(OrderSide::Buy, "b1"))
+        .broker_place_order(&paper, &alice, &market_order(OrderSide::Buy, "b1", "0.5"))
         .unwrap()
         .unwrap();
     let sell = runtime
-        .broker_place_order(&paper, &creds(), &order(OrderSide::Sell, "s1"))
+        .broker_place_order(&paper, &alice, &market_order(OrderSide::Sell, "s1", "0.5"))
         .unwrap()
         .unwrap();
+    assert_eq!(buy.status, OrderStatus::Filled);
+    let (buy_fill, sell_fill) = (&buy.fills[0], &sell.fills[0]);
     assert!(
-        buy.price > sell.price,
+        number(&buy_fill.price) > number(&sell_fill.price),
         "buyers pay more than sellers get: {} vs {}",
-        buy.price,
-        sell.price
+        buy_fill.price,
+        sell_fill.price
     );
+    let fee = number(&buy_fill.fee);
     assert!(
-        buy.fee > 0.0 && (buy.fee - buy.price * 0.5 * 0.001).abs() < 1e-6,
-        "10 bps fee, got {}",
-        buy.fee
+        fee > 0.0 && (fee - number(&buy_fill.price) * 0.5 * 0.001).abs() < 1e-6,
+        "10 bps fee, got {fee}"
     );
     let again = runtime
-        .broker_place_order(&paper, &creds(), &order(OrderSide::Buy, "b1"))
+        .broker_place_order(&paper, &alice, &market_order(OrderSide::Buy, "b1", "0.5"))
         .unwrap()
         .unwrap();
     assert_eq!(
-        again.order_id, buy.order_id,
-        "a retried client order id maps to the same order"
+        again, buy,
+        "a retried client order id is the same order, not a second one"
     );
-    let bad = OrderRequest {
-        quantity: -1.0,
-        ..order(OrderSide::Buy, "b2")
-    };
+    let bad = market_order(OrderSide::Buy, "b2", "-1");
     assert!(matches!(
-        runtime.broker_place_order(&paper, &creds(), &bad).unwrap(),
-        Err(BrokerError::Rejected(_))
+        runtime.broker_place_order(&paper, &alice, &bad).unwrap(),
+        Err(BrokerError::Invalid(_))
     ));
+    // The venue remembers: by client order id, among the fills, in the holdings; per user.
+    let query = OrderQuery {
+        symbol: "ETH-USD".into(),
+        client_order_id: Some("b1".into()),
+        order_id: None,
+    };
+    assert_eq!(
+        runtime
+            .broker_get_order(&paper, &alice, &query)
+            .unwrap()
+            .unwrap(),
+        buy
+    );
+    let fills = runtime
+        .broker_fills_since(&paper, &alice, 0, Some("ETH-USD"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(fills.len(), 2);
+    assert!(
+        runtime
+            .broker_positions(&paper, &alice)
+            .unwrap()
+            .unwrap()
+            .is_empty(),
+        "bought and sold 0.5"
+    );
+    let bob = account_of("bob");
+    assert!(matches!(
+        runtime.broker_get_order(&paper, &bob, &query).unwrap(),
+        Err(BrokerError::NotFound(_))
+    ));
+    let rules = runtime
+        .broker_instrument(&paper, &alice, "ETH-USD")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (rules.tick_size.as_str(), rules.lot_size.as_str()),
+        ("0.01", "0.00000001")
+    );
+}
+
+#[tokio::test]
+async fn paper_orders_fill_in_parts_over_time() {
+    let registry = registry();
+    registry
+        .configure(
+            "paper",
+            BTreeMap::from([
+                ("fill_parts".to_string(), "3".to_string()),
+                ("fill_delay_ms".to_string(), "150".to_string()),
+            ]),
+        )
+        .await
+        .unwrap();
+    let paper = registry.active(PluginKind::Broker, "paper").unwrap();
+    let runtime = registry.runtime();
+    let carol = account_of("carol");
+    let placed = runtime
+        .broker_place_order(&paper, &carol, &market_order(OrderSide::Buy, "p1", "0.3"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(placed.status, OrderStatus::PartiallyFilled);
+    assert_eq!(placed.fills.len(), 1);
+    let query = OrderQuery {
+        symbol: "ETH-USD".into(),
+        client_order_id: Some("p1".into()),
+        order_id: None,
+    };
+    std::thread::sleep(Duration::from_millis(400));
+    let later = runtime
+        .broker_get_order(&paper, &carol, &query)
+        .unwrap()
+        .unwrap();
+    assert_eq!(later.status, OrderStatus::Filled);
+    assert_eq!(later.fills.len(), 3);
+    let filled: f64 = later.fills.iter().map(|f| number(&f.quantity)).sum();
+    assert!((filled - 0.3).abs() < 1e-12);
+    assert_eq!(
+        later.fills[0], placed.fills[0],
+        "an execution keeps its id and figures"
+    );
+    let held = runtime.broker_positions(&paper, &carol).unwrap().unwrap();
+    assert_eq!(
+        (held[0].symbol.as_str(), held[0].quantity.as_str()),
+        ("ETH-USD", "0.3")
+    );
+}
+
+#[test]
+fn brokers_of_the_previous_interface_still_trade_through_the_adapter() {
+    let registry = registry();
+    load_guest(&registry, "guest-legacy-broker").unwrap();
+    load_guest(&registry, "guest-legacy-strategy").unwrap();
+    let runtime = registry.runtime();
+    let legacy = registry
+        .active(PluginKind::Broker, "guest-legacy-broker")
+        .unwrap();
+    assert_eq!(legacy.plugin.prepared.interface_version(), "0.1.0");
+    let report = runtime
+        .broker_place_order(
+            &legacy,
+            &account_of("dave"),
+            &market_order(OrderSide::Buy, "l1", "0.25"),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(report.status, OrderStatus::Filled);
+    assert_eq!(report.filled_quantity, "0.25");
+    assert_eq!(report.fills.len(), 1);
+    assert!(number(&report.fills[0].price) > 0.0);
+    assert!(matches!(
+        runtime
+            .broker_get_order(
+                &legacy,
+                &account_of("dave"),
+                &OrderQuery {
+                    symbol: "ETH-USD".into(),
+                    client_order_id: Some("l1".into()),
+                    order_id: None
+                }
+            )
+            .unwrap(),
+        Err(BrokerError::Unsupported(_))
+    ));
+    let candles = runtime
+        .broker_candles(&legacy, "BTC-USD", "1m", 30, NOW)
+        .unwrap()
+        .unwrap();
+    assert_eq!(candles.len(), 30);
+    // A 0.1.0 strategy evaluates the current context.
+    let ctx = scan(market(&registry, &["BTC-USD", "ETH-USD"], "1m", 50));
+    let evaluation = evaluate(&registry, "guest-legacy-strategy", &ctx).unwrap();
+    assert_eq!(evaluation.signals.len(), 2);
+    assert!(
+        evaluation
+            .signals
+            .iter()
+            .all(|s| s.action == SignalAction::OpenLong)
+    );
 }
 
 #[test]

@@ -4,7 +4,9 @@
 //! The backend is SQLite unless `TEST_DATABASE_URL` names a PostgreSQL server; then every server
 //! gets its own freshly created database, dropped when the test ends.
 
+pub mod chaos;
 pub mod companion;
+pub mod venue;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -698,4 +700,27 @@ pub fn email(tag: &str) -> String {
         "{tag}-{}@example.com",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     )
+}
+
+/// The next message of `kind` on the socket (other messages are skipped); fails the test after `secs`.
+pub async fn next_event(socket: &mut Socket, kind: &str, secs: u64) -> Value {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let message = tokio::time::timeout(left, socket.next())
+            .await
+            .unwrap_or_else(|_| panic!("no {kind} within {secs} s"))
+            .expect("the socket stays open")
+            .expect("a frame");
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let event: Value = serde_json::from_str(&text).expect("JSON messages");
+        if event["type"] == kind {
+            return event;
+        }
+    }
 }

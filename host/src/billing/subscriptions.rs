@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::plans::{Entitlement, Tier};
-use super::provider::Charge;
+use super::provider::{Charge, Refund};
 use crate::App;
 use crate::auth::ClientMeta;
 use crate::auth::sessions::Principal;
@@ -258,7 +258,38 @@ fn payment_method(id: &str) -> Value {
         .into_iter()
         .find(|b| id.to_lowercase().contains(b))
         .unwrap_or("card");
-    json!({"type": "card", "last4": last4, "brand": brand, "exp_month": 12, "exp_year": 2030})
+    json!({"id": id, "type": "card", "last4": last4, "brand": brand, "exp_month": 12, "exp_year": 2030})
+}
+
+/// The key under which a money movement is made once, from what identifies it.
+fn idempotency_key(parts: &[&str]) -> String {
+    crate::plugins::registry::sha256_hex(parts.join("\u{0}").as_bytes())
+}
+
+/// Writes `payment` as pending before the provider is called, or takes up the pending payment an
+/// earlier attempt under the same key left (the provider makes it once either way).
+async fn pending_payment(app: &App, payment: &Payment<'_>) -> ApiResult<rows::PaymentRow> {
+    let db = &app.db.pool;
+    let written = rows::insert_pending(db, payment).await?;
+    let row = rows::payment_by_key(db, payment.idempotency_key)
+        .await?
+        .ok_or_else(|| ApiError::internal("a payment vanished while it was being made"))?;
+    match row.status.as_str() {
+        "pending" => {
+            if !written {
+                tracing::info!(payment = %row.id, "taking up a payment an earlier attempt left pending");
+            }
+            Ok(row)
+        }
+        "settled" => Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            "This payment has been made already",
+        )),
+        _ => Err(ApiError::new(
+            ErrorCode::PaymentFailed,
+            "This payment was declined before; use another payment method",
+        )),
+    }
 }
 
 pub async fn upgrade(
@@ -288,7 +319,7 @@ pub async fn upgrade(
     let now = now_ms();
     let existing = rows::subscription(&app.db.pool, &user.user_id)
         .await?
-        .filter(|s| s.status == "active");
+        .filter(|s| matches!(s.status.as_str(), "active" | "past_due"));
     if let Some(s) = &existing
         && s.tier == tier.as_str()
         && s.billing_interval == request.interval
@@ -304,7 +335,6 @@ pub async fn upgrade(
         .as_ref()
         .map_or(Decimal::ZERO, |s| -unused_value(s, now));
     let due = (amount + credit).max(Decimal::ZERO);
-    let subscription_id = new_id();
     let customer_id = existing
         .as_ref()
         .map(|s| s.customer_id.clone())
@@ -314,7 +344,44 @@ pub async fn upgrade(
                 &crate::plugins::registry::sha256_hex(user.user_id.as_bytes())[..24]
             )
         });
-    let reference = app
+    // The same upgrade of the same subscription state is the same payment: a repeated request (a
+    // double click, a retry after a lost answer, another instance) charges once.
+    let key = idempotency_key(&[
+        "upgrade",
+        &user.user_id,
+        existing.as_ref().map_or("-", |s| s.id.as_str()),
+        &existing
+            .as_ref()
+            .map_or(0, |s| s.current_period_start)
+            .to_string(),
+        tier.as_str(),
+        &request.interval,
+        method_id,
+    ]);
+    let description = format!(
+        "upgrade to {} {}, proration credit {credit}",
+        tier.as_str(),
+        request.interval
+    );
+    let payment = pending_payment(
+        app,
+        &Payment {
+            id: &new_id(),
+            user_id: &user.user_id,
+            subscription_id: &new_id(),
+            kind: "charge",
+            amount: &due.to_string(),
+            currency: "USD",
+            provider: app.payments.name(),
+            description: &description,
+            idempotency_key: &key,
+            period_start: Some(now),
+            created_at: now,
+        },
+    )
+    .await?;
+    let subscription_id = payment.subscription_id.clone();
+    let reference = match app
         .payments
         .charge(&Charge {
             customer_id: &customer_id,
@@ -322,8 +389,16 @@ pub async fn upgrade(
             amount: due,
             currency: "USD",
             description: &format!("tradehost {} ({})", tier.as_str(), request.interval),
+            idempotency_key: &key,
         })
-        .await?;
+        .await
+    {
+        Ok(reference) => reference,
+        Err(err) => {
+            rows::fail(&app.db.pool, &payment.id, &err.message, now_ms()).await?;
+            return Err(err);
+        }
+    };
     let row = SubscriptionRow {
         id: subscription_id.clone(),
         user_id: user.user_id.clone(),
@@ -342,39 +417,22 @@ pub async fn upgrade(
         created_at: now,
     };
     let mut tx = app.db.pool.begin().await?;
-    rows::put(&mut *tx, &row, now).await?;
-    rows::insert_payment(
-        &mut *tx,
-        &Payment {
-            id: &new_id(),
-            user_id: &user.user_id,
-            subscription_id: &subscription_id,
-            kind: "charge",
-            amount: &due.to_string(),
-            currency: "USD",
-            provider: app.payments.name(),
-            provider_reference: &reference,
-            description: &format!(
-                "upgrade to {} {}, proration credit {credit}",
-                tier.as_str(),
-                request.interval
-            ),
-            created_at: now,
-        },
-    )
-    .await?;
-    users::set_tier(&mut *tx, &user.user_id, tier.as_str(), now).await?;
-    audit::record(
-        &mut *tx,
-        "subscription.upgraded",
-        &Actor {
-            user_id: Some(&user.user_id),
-            ip_address: meta.ip.as_deref(),
-            user_agent: meta.user_agent.as_deref(),
-        },
-        json!({"tier": tier.as_str(), "interval": request.interval, "amount_due_now": float(due)}),
-    )
-    .await?;
+    // Whoever settles the payment applies the upgrade; a concurrent twin finds it settled.
+    if rows::settle(&mut *tx, &payment.id, &reference, now_ms()).await? {
+        rows::put(&mut *tx, &row, now).await?;
+        users::set_tier(&mut *tx, &user.user_id, tier.as_str(), now).await?;
+        audit::record(
+            &mut *tx,
+            "subscription.upgraded",
+            &Actor {
+                user_id: Some(&user.user_id),
+                ip_address: meta.ip.as_deref(),
+                user_agent: meta.user_agent.as_deref(),
+            },
+            json!({"tier": tier.as_str(), "interval": request.interval, "amount_due_now": float(due), "payment_id": payment.id}),
+        )
+        .await?;
+    }
     tx.commit().await?;
     entitlement_changed(app, &user.user_id).await?;
     Ok(Upgraded {
@@ -427,7 +485,7 @@ pub async fn cancel(
     let now = now_ms();
     let Some(mut s) = rows::subscription(&app.db.pool, &user.user_id)
         .await?
-        .filter(|s| s.status == "active")
+        .filter(|s| matches!(s.status.as_str(), "active" | "past_due"))
     else {
         return Err(ApiError::new(
             ErrorCode::InvalidRequest,
@@ -447,8 +505,37 @@ pub async fn cancel(
     } else {
         Decimal::ZERO
     };
-    let reference = if refund > Decimal::ZERO {
-        Some(app.payments.refund(&s.customer_id, refund, "USD").await?)
+    // A refund is a pending payment before the provider is called, keyed by the period it
+    // refunds, so it is made once.
+    let refunded = if refund > Decimal::ZERO {
+        let key = idempotency_key(&["refund", &s.id, &s.current_period_start.to_string()]);
+        let payment = pending_payment(
+            app,
+            &Payment {
+                id: &new_id(),
+                user_id: &user.user_id,
+                subscription_id: &s.id,
+                kind: "refund",
+                amount: &refund.to_string(),
+                currency: "USD",
+                provider: app.payments.name(),
+                description: "refund of the unused part of the period",
+                idempotency_key: &key,
+                period_start: Some(s.current_period_start),
+                created_at: now,
+            },
+        )
+        .await?;
+        let reference = app
+            .payments
+            .refund(&Refund {
+                customer_id: &s.customer_id,
+                amount: refund,
+                currency: "USD",
+                idempotency_key: &key,
+            })
+            .await?;
+        Some((payment.id, reference))
     } else {
         None
     };
@@ -464,23 +551,8 @@ pub async fn cancel(
     };
     let mut tx = app.db.pool.begin().await?;
     rows::put(&mut *tx, &s, now).await?;
-    if let Some(reference) = &reference {
-        rows::insert_payment(
-            &mut *tx,
-            &Payment {
-                id: &new_id(),
-                user_id: &user.user_id,
-                subscription_id: &s.id,
-                kind: "refund",
-                amount: &refund.to_string(),
-                currency: "USD",
-                provider: app.payments.name(),
-                provider_reference: reference,
-                description: "refund of the unused part of the period",
-                created_at: now,
-            },
-        )
-        .await?;
+    if let Some((payment_id, reference)) = &refunded {
+        rows::settle(&mut *tx, payment_id, reference, now).await?;
     }
     if request.cancel_immediately {
         users::set_tier(&mut *tx, &user.user_id, "free", now).await?;
@@ -509,54 +581,168 @@ pub async fn cancel(
     })
 }
 
-/// Ends the periods that are over: a cancelled one returns the user to free, a running one is
-/// charged again and renewed. Called by the background loop.
-pub async fn renew_due(app: &App) -> anyhow::Result<usize> {
+/// A failed renewal charge is tried again after this long...
+pub const RENEWAL_RETRY_MS: i64 = 3_600_000;
+/// ...this many times in all, after which the subscription lapses to free.
+pub const RENEWAL_ATTEMPTS: i64 = 3;
+
+/// What a renewal run did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Renewals {
+    pub renewed: usize,
+    pub ended: usize,
+    pub failed: usize,
+}
+
+/// Ends the periods that are over: a subscription cancelled at its period's end returns its user
+/// to free, a running one is charged for the next period and renewed. Each subscription on its
+/// own: one that fails does not stop the others. Each period is charged at most once, however
+/// many times (and on however many instances) this runs: the charge is a pending payment under
+/// a key of (subscription, period, attempt) before the provider is called, and the period moves
+/// on only if it is still the one that was charged for. Called by the background loop.
+pub async fn renew_due(app: &App) -> anyhow::Result<Renewals> {
     let now = now_ms();
-    let due = rows::due(&app.db.pool, now).await?;
-    for mut s in due.clone() {
-        let mut tx = app.db.pool.begin().await?;
-        if s.cancel_at_period_end != 0 {
-            s.status = "cancelled".into();
-            s.cancelled_at = Some(now);
-            users::set_tier(&mut *tx, &s.user_id, "free", now).await?;
-        } else {
-            let amount: Decimal = s.amount.parse().unwrap_or_default();
-            let reference = app
-                .payments
-                .charge(&Charge {
-                    customer_id: &s.customer_id,
-                    payment_method_id: "on-file",
-                    amount,
-                    currency: &s.currency,
-                    description: "renewal",
-                })
-                .await
-                .map_err(|err| anyhow::anyhow!("renewal charge failed: {err}"))?;
-            rows::insert_payment(
-                &mut *tx,
-                &Payment {
-                    id: &new_id(),
-                    user_id: &s.user_id,
-                    subscription_id: &s.id,
-                    kind: "charge",
-                    amount: &s.amount,
-                    currency: &s.currency,
-                    provider: app.payments.name(),
-                    provider_reference: &reference,
-                    description: "renewal",
-                    created_at: now,
-                },
-            )
-            .await?;
-            s.current_period_start = s.current_period_end;
-            s.current_period_end += period_ms(&s.billing_interval);
+    let mut done = Renewals::default();
+    for s in rows::due(&app.db.pool, now).await? {
+        match renew(app, &s, now).await {
+            Ok(Some(true)) => done.renewed += 1,
+            Ok(Some(false)) => done.ended += 1,
+            Ok(None) => {}
+            Err(err) => {
+                done.failed += 1;
+                tracing::warn!(subscription = %s.id, user_id = %s.user_id, error = %err, "renewing a subscription failed; it is retried");
+            }
         }
-        rows::put(&mut *tx, &s, now).await?;
-        tx.commit().await?;
-        let _ = entitlement_changed(app, &s.user_id).await;
     }
-    Ok(due.len())
+    Ok(done)
+}
+
+/// Renews (`Some(true)`) or ends (`Some(false)`) one subscription; `None` when there was
+/// nothing to do now.
+async fn renew(app: &App, s: &SubscriptionRow, now: i64) -> ApiResult<Option<bool>> {
+    let db = &app.db.pool;
+    let period_start = s.current_period_end;
+    if s.cancel_at_period_end != 0 {
+        return end(app, s, None, now)
+            .await
+            .map(|ended| ended.then_some(false));
+    }
+    let (failures, last_failure) = rows::failed_renewals(db, &s.id, period_start).await?;
+    if failures >= RENEWAL_ATTEMPTS {
+        let ended = end(app, s, Some("the renewal payment failed"), now).await?;
+        return Ok(ended.then_some(false));
+    }
+    if last_failure.is_some_and(|at| now - at < RENEWAL_RETRY_MS) {
+        return Ok(None);
+    }
+    let key = idempotency_key(&[
+        "renewal",
+        &s.id,
+        &period_start.to_string(),
+        &(failures + 1).to_string(),
+    ]);
+    let payment = match pending_payment(
+        app,
+        &Payment {
+            id: &new_id(),
+            user_id: &s.user_id,
+            subscription_id: &s.id,
+            kind: "charge",
+            amount: &s.amount,
+            currency: &s.currency,
+            provider: app.payments.name(),
+            description: "renewal",
+            idempotency_key: &key,
+            period_start: Some(period_start),
+            created_at: now,
+        },
+    )
+    .await
+    {
+        Ok(payment) => payment,
+        // Charged already under this key: another run moves (or moved) the period on.
+        Err(err) if err.code == ErrorCode::InvalidRequest => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    let method: Value = s
+        .payment_method
+        .as_deref()
+        .and_then(|m| serde_json::from_str(m).ok())
+        .unwrap_or(Value::Null);
+    let charged = app
+        .payments
+        .charge(&Charge {
+            customer_id: &s.customer_id,
+            payment_method_id: method["id"].as_str().unwrap_or("on-file"),
+            amount: s.amount.parse().unwrap_or_default(),
+            currency: &s.currency,
+            description: "renewal",
+            idempotency_key: &key,
+        })
+        .await;
+    let reference = match charged {
+        Ok(reference) => reference,
+        Err(err) => {
+            let mut tx = db.begin().await?;
+            rows::fail(&mut *tx, &payment.id, &err.message, now).await?;
+            rows::set_status(&mut *tx, &s.id, "past_due", now).await?;
+            tx.commit().await?;
+            return Err(err);
+        }
+    };
+    let mut tx = db.begin().await?;
+    let settled = rows::settle(&mut *tx, &payment.id, &reference, now).await?;
+    let advanced = settled
+        && rows::advance_period(
+            &mut *tx,
+            &s.id,
+            period_start,
+            period_start + period_ms(&s.billing_interval),
+            now,
+        )
+        .await?;
+    if !advanced {
+        // Another run got there first; nothing of this one is kept.
+        tx.rollback().await?;
+        return Ok(None);
+    }
+    audit::record(
+        &mut *tx,
+        "subscription.renewed",
+        &Actor {
+            user_id: Some(&s.user_id),
+            ip_address: None,
+            user_agent: None,
+        },
+        json!({"subscription_id": s.id, "period_start": iso8601(period_start), "amount": s.amount, "payment_id": payment.id}),
+    )
+    .await?;
+    tx.commit().await?;
+    let _ = entitlement_changed(app, &s.user_id).await;
+    Ok(Some(true))
+}
+
+/// Ends a subscription at the end of its period and returns its user to free.
+async fn end(app: &App, s: &SubscriptionRow, reason: Option<&str>, now: i64) -> ApiResult<bool> {
+    let mut tx = app.db.pool.begin().await?;
+    if !rows::end(&mut *tx, &s.id, s.current_period_end, reason, now).await? {
+        return Ok(false);
+    }
+    users::set_tier(&mut *tx, &s.user_id, "free", now).await?;
+    audit::record(
+        &mut *tx,
+        "subscription.ended",
+        &Actor {
+            user_id: Some(&s.user_id),
+            ip_address: None,
+            user_agent: None,
+        },
+        json!({"subscription_id": s.id, "reason": reason.unwrap_or("cancelled at the period's end")}),
+    )
+    .await?;
+    tx.commit().await?;
+    let _ = entitlement_changed(app, &s.user_id).await;
+    Ok(true)
 }
 
 // ----- usage -----
@@ -700,4 +886,180 @@ async fn peak_concurrent(app: &App, user_id: &str, since: i64) -> ApiResult<i64>
     let still_open =
         crate::store::trading::count_open_positions(&app.db.pool, user_id, None).await? as usize;
     Ok(peak.max(still_open) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::billing::provider::PaymentProvider;
+    use crate::store::users::{self, NewUser};
+
+    /// Records every charge, checks that a pending payment under its key was written first, and
+    /// declines one customer.
+    #[derive(Default)]
+    struct Recorder {
+        pool: Mutex<Option<sqlx::AnyPool>>,
+        charges: Mutex<Vec<(String, String)>>,
+        unrecorded: Mutex<Vec<String>>,
+    }
+
+    #[async_trait::async_trait]
+    impl PaymentProvider for Arc<Recorder> {
+        fn name(&self) -> &'static str {
+            "recorder"
+        }
+
+        async fn charge(&self, charge: &Charge<'_>) -> ApiResult<String> {
+            let pool = self.pool.lock().unwrap().clone().expect("pool set");
+            let pending = rows::payment_by_key(&pool, charge.idempotency_key).await?;
+            if pending.is_none_or(|p| p.status != "pending") {
+                self.unrecorded
+                    .lock()
+                    .unwrap()
+                    .push(charge.idempotency_key.to_string());
+            }
+            self.charges.lock().unwrap().push((
+                charge.customer_id.to_string(),
+                charge.idempotency_key.to_string(),
+            ));
+            if charge.customer_id == "cus_b" {
+                return Err(ApiError::new(ErrorCode::PaymentFailed, "card declined"));
+            }
+            Ok(format!("ref_{}", charge.idempotency_key))
+        }
+
+        async fn refund(&self, refund: &Refund<'_>) -> ApiResult<String> {
+            Ok(format!("ref_{}", refund.idempotency_key))
+        }
+    }
+
+    async fn subscribed(app: &App, name: &str, period_end: i64) {
+        users::insert(
+            &app.db.pool,
+            &NewUser {
+                id: name,
+                email: &format!("{name}@example.com"),
+                full_name: name,
+                password_hash: "x",
+                role: "user",
+                trial_ends_at: None,
+                created_at: 0,
+            },
+        )
+        .await
+        .unwrap();
+        let row = SubscriptionRow {
+            id: format!("sub_{name}"),
+            user_id: name.into(),
+            tier: "pro".into(),
+            billing_interval: "monthly".into(),
+            status: "active".into(),
+            current_period_start: period_end - 30 * DAY_MS,
+            current_period_end: period_end,
+            cancel_at_period_end: 0,
+            amount: "149".into(),
+            currency: "USD".into(),
+            payment_method: Some(payment_method("pm_card_visa").to_string()),
+            customer_id: format!("cus_{name}"),
+            cancelled_at: None,
+            cancel_reason: None,
+            created_at: 0,
+        };
+        rows::put(&app.db.pool, &row, 0).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn renewals_charge_each_period_once_and_a_failure_stays_with_its_subscription() {
+        let recorder = Arc::new(Recorder::default());
+        let (app, _dir) = crate::testing::app_with_payments(Box::new(recorder.clone())).await;
+        *recorder.pool.lock().unwrap() = Some(app.db.pool.clone());
+        let ended = now_ms() - 1_000;
+        for name in ["a", "b", "c"] {
+            subscribed(&app, name, ended).await;
+        }
+        // Two runs at once, as two instances would: each period is charged under one key, once.
+        let (first, second) = tokio::join!(renew_due(&app), renew_due(&app));
+        let (first, second) = (first.unwrap(), second.unwrap());
+        assert_eq!(first.renewed + second.renewed, 2, "{first:?} {second:?}");
+        assert!(first.failed + second.failed >= 1);
+        let charges = recorder.charges.lock().unwrap().clone();
+        for customer in ["cus_a", "cus_b", "cus_c"] {
+            let keys: std::collections::BTreeSet<&String> = charges
+                .iter()
+                .filter(|(c, _)| c == customer)
+                .map(|(_, k)| k)
+                .collect();
+            assert_eq!(keys.len(), 1, "{customer}: {charges:?}");
+        }
+        assert!(
+            recorder.unrecorded.lock().unwrap().is_empty(),
+            "a charge without its pending payment"
+        );
+        let db = &app.db.pool;
+        for name in ["a", "c"] {
+            let s = rows::subscription(db, name).await.unwrap().unwrap();
+            assert_eq!(
+                (s.status.as_str(), s.current_period_start),
+                ("active", ended)
+            );
+            assert_eq!(
+                s.current_period_end,
+                ended + 30 * DAY_MS,
+                "moved on by exactly one period"
+            );
+        }
+        let b = rows::subscription(db, "b").await.unwrap().unwrap();
+        assert_eq!(
+            (b.status.as_str(), b.current_period_end),
+            ("past_due", ended)
+        );
+        let statuses: Vec<(String, String)> =
+            sqlx::query_as("SELECT user_id, status FROM payments ORDER BY user_id")
+                .fetch_all(db)
+                .await
+                .unwrap();
+        assert_eq!(
+            statuses,
+            [("a", "settled"), ("b", "failed"), ("c", "settled")]
+                .map(|(u, s)| (u.to_string(), s.to_string()))
+        );
+        // Running again changes nothing: nothing else is due, and b waits for its retry.
+        let again = renew_due(&app).await.unwrap();
+        assert_eq!(again, Renewals::default());
+        assert_eq!(recorder.charges.lock().unwrap().len(), charges.len());
+        // After the retries, a subscription whose payment keeps failing lapses to free.
+        sqlx::query("UPDATE payments SET created_at = 0")
+            .execute(db)
+            .await
+            .unwrap();
+        for _ in 0..RENEWAL_ATTEMPTS {
+            let _ = renew_due(&app).await.unwrap();
+            sqlx::query("UPDATE payments SET created_at = 0")
+                .execute(db)
+                .await
+                .unwrap();
+        }
+        let b = rows::subscription(db, "b").await.unwrap().unwrap();
+        assert_eq!(b.status, "cancelled");
+        let tier: String = sqlx::query_scalar("SELECT subscription_tier FROM users WHERE id = 'b'")
+            .fetch_one(db)
+            .await
+            .unwrap();
+        assert_eq!(tier, "free");
+        let failed: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM payments WHERE user_id = 'b' AND status = 'failed'",
+        )
+        .fetch_one(db)
+        .await
+        .unwrap();
+        assert_eq!(failed, RENEWAL_ATTEMPTS);
+    }
+
+    #[test]
+    fn the_same_movement_has_the_same_key() {
+        assert_eq!(idempotency_key(&["a", "b"]), idempotency_key(&["a", "b"]));
+        assert_ne!(idempotency_key(&["ab", ""]), idempotency_key(&["a", "b"]));
+    }
 }

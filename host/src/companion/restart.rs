@@ -26,7 +26,7 @@ pub struct Restarted {
 /// Restarts the engine (closing positions first when the operator configured it) and audits it.
 pub async fn restart(app: &App, by: Option<(&Principal, &ClientMeta)>) -> ApiResult<Restarted> {
     let close = app.config.close_positions_on_restart;
-    let restarted = crate::engine::restart(app, close).await?;
+    let restarted = crate::engine::restart::restart(app, close).await?;
     let actor = Actor {
         user_id: by.map(|(user, _)| user.user_id.as_str()),
         ip_address: by.and_then(|(_, meta)| meta.ip.as_deref()),

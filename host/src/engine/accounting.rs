@@ -2,9 +2,12 @@
 //!
 //! Money and quantities are `rust_decimal::Decimal` (28 significant digits, no binary rounding):
 //! prices, quantities and fees enter rounded to [`SCALE`] decimal places, and every later figure
-//! is a sum or product of those, so nothing drifts. The one division (allocating a position's
-//! entry fee across partial closes) rounds, and the remainder stays with the position, so the
-//! fees of a position's trades always add up to what was paid.
+//! is a sum or product of those, so nothing drifts. A position keeps its exact entry `cost`
+//! (the sum of price × quantity of its opening fills), so one opened in several fills is as
+//! exact as one opened at once; its entry price is that cost's average, for display and exits.
+//! The only divisions (allocating a position's cost and entry fee across partial closes) round,
+//! and the remainder stays with the position, so a position's trades always add up to what it
+//! cost and what was paid.
 //!
 //! The invariant the property test checks after any sequence of fills:
 //! `cash + Σ signed quantity × mark = initial capital + realized + unrealized − fees`,
@@ -111,7 +114,11 @@ pub struct Position {
     pub symbol: String,
     pub side: Side,
     pub quantity: Decimal,
+    /// The average entry price: `cost / quantity`, rounded.
     pub entry_price: Decimal,
+    /// The exact entry cost of what is still held (Σ price × quantity of the opening fills, less
+    /// the shares closes took).
+    pub cost: Decimal,
     /// Entry fees not yet allocated to a completed trade.
     pub entry_fees: Decimal,
     pub stop_loss: Option<Decimal>,
@@ -122,15 +129,27 @@ pub struct Position {
     pub extreme_price: Decimal,
     pub current_price: Decimal,
     pub opened_at_ms: i64,
+    /// A close was asked for (and why): it is retried until the position is closed.
+    pub closing: Option<Closing>,
+}
+
+/// A position's pending close.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Closing {
+    pub reason: String,
+    pub attempts: u32,
+    /// No new attempt before this.
+    pub next_attempt_at: i64,
+    pub last_error: Option<String>,
 }
 
 impl Position {
     pub fn unrealized_pnl(&self) -> Decimal {
-        self.side.sign() * (self.current_price - self.entry_price) * self.quantity
+        self.side.sign() * (self.current_price * self.quantity - self.cost)
     }
 
     pub fn cost_basis(&self) -> Decimal {
-        self.entry_price * self.quantity
+        self.cost
     }
 
     pub fn market_value(&self) -> Decimal {
@@ -161,6 +180,8 @@ pub struct LedgerEntry {
     pub fee: Decimal,
     /// Gross profit this row realised (0 for an open).
     pub realized_pnl: Decimal,
+    /// The share of the position's entry fee this row closed out (0 for an open).
+    pub entry_fee: Decimal,
     pub cash_after: Decimal,
     pub at_ms: i64,
 }
@@ -239,6 +260,7 @@ impl Account {
             side: request.side,
             quantity: fill.quantity,
             entry_price: fill.price,
+            cost: notional,
             entry_fees: fill.fee,
             stop_loss: request.stop_loss,
             take_profit: request.take_profit,
@@ -246,6 +268,7 @@ impl Account {
             extreme_price: fill.price,
             current_price: fill.price,
             opened_at_ms: fill.at_ms,
+            closing: None,
         };
         let entry = LedgerEntry {
             id: request.ledger_id,
@@ -259,10 +282,46 @@ impl Account {
             notional,
             fee: fill.fee,
             realized_pnl: Decimal::ZERO,
+            entry_fee: Decimal::ZERO,
             cash_after: self.cash,
             at_ms: fill.at_ms,
         };
         (position, entry)
+    }
+
+    /// Books another opening fill of `position` (its opening order filling in parts).
+    pub fn add(&mut self, position: &mut Position, fill: Fill, ledger_id: String) -> LedgerEntry {
+        let notional = fill.quantity * fill.price;
+        self.cash += match position.side {
+            Side::Long => -notional,
+            Side::Short => notional,
+        } - fill.fee;
+        self.fees_paid += fill.fee;
+        position.quantity += fill.quantity;
+        position.cost += notional;
+        position.entry_fees += fill.fee;
+        position.entry_price = (position.cost / position.quantity).round_dp(SCALE);
+        position.current_price = fill.price;
+        position.extreme_price = match position.side {
+            Side::Long => position.extreme_price.max(fill.price),
+            Side::Short => position.extreme_price.min(fill.price),
+        };
+        LedgerEntry {
+            id: ledger_id,
+            position_id: position.id.clone(),
+            broker: position.broker.clone(),
+            symbol: position.symbol.clone(),
+            side: position.side.opening_order(),
+            action: LedgerAction::Open,
+            quantity: fill.quantity,
+            price: fill.price,
+            notional,
+            fee: fill.fee,
+            realized_pnl: Decimal::ZERO,
+            entry_fee: Decimal::ZERO,
+            cash_after: self.cash,
+            at_ms: fill.at_ms,
+        }
     }
 
     /// Books a fill that closes `fill.quantity` of `position` (all of it or part). The position
@@ -282,21 +341,24 @@ impl Account {
             Side::Short => -notional,
         } - fill.fee;
         self.fees_paid += fill.fee;
-        let gross = position.side.sign() * (fill.price - position.entry_price) * quantity;
-        self.realized_pnl += gross;
-
-        let entry_fee_share = if quantity == position.quantity {
-            position.entry_fees
+        let (cost_share, entry_fee_share) = if quantity == position.quantity {
+            (position.cost, position.entry_fees)
         } else {
-            (position.entry_fees * quantity / position.quantity).round_dp(SCALE)
+            (
+                (position.cost * quantity / position.quantity).round_dp(SCALE),
+                (position.entry_fees * quantity / position.quantity).round_dp(SCALE),
+            )
         };
+        let gross = position.side.sign() * (notional - cost_share);
+        self.realized_pnl += gross;
+        position.cost -= cost_share;
         position.entry_fees -= entry_fee_share;
         position.quantity -= quantity;
         position.current_price = fill.price;
 
         let fees = entry_fee_share + fill.fee;
         let net = gross - fees;
-        let size_usd = position.entry_price * quantity;
+        let size_usd = cost_share;
         let pnl_pct = if size_usd.is_zero() {
             Decimal::ZERO
         } else {
@@ -314,6 +376,7 @@ impl Account {
             notional,
             fee: fill.fee,
             realized_pnl: gross,
+            entry_fee: entry_fee_share,
             cash_after: self.cash,
             at_ms: fill.at_ms,
         };
@@ -339,6 +402,54 @@ impl Account {
         };
         (entry, trade)
     }
+}
+
+/// The completed trade of one closing order: its closing ledger rows (one per fill) taken
+/// together. Exit price and entry price are averages; profit and fees are exact sums.
+pub fn trade_of_closes(
+    id: String,
+    exit_reason: &str,
+    side: Side,
+    opened_at_ms: i64,
+    closes: &[LedgerEntry],
+) -> Option<CompletedTrade> {
+    let first = closes.first()?;
+    let quantity: Decimal = closes.iter().map(|e| e.quantity).sum();
+    if quantity.is_zero() {
+        return None;
+    }
+    let exit_value: Decimal = closes.iter().map(|e| e.notional).sum();
+    let gross: Decimal = closes.iter().map(|e| e.realized_pnl).sum();
+    // gross = sign × (notional − cost share), so the cost the closes took is:
+    let size_usd = exit_value - side.sign() * gross;
+    let entry_fee: Decimal = closes.iter().map(|e| e.entry_fee).sum();
+    let fees = entry_fee + closes.iter().map(|e| e.fee).sum::<Decimal>();
+    let net = gross - fees;
+    let closed_at_ms = closes.iter().map(|e| e.at_ms).max().unwrap_or(first.at_ms);
+    Some(CompletedTrade {
+        id,
+        position_id: first.position_id.clone(),
+        broker: first.broker.clone(),
+        symbol: first.symbol.clone(),
+        side,
+        quantity,
+        entry_price: (size_usd / quantity).round_dp(SCALE),
+        exit_price: (exit_value / quantity).round_dp(SCALE),
+        size_usd,
+        gross_pnl: gross,
+        fees,
+        entry_fee,
+        net_pnl: net,
+        pnl_pct: if size_usd.is_zero() {
+            Decimal::ZERO
+        } else {
+            (net / size_usd * Decimal::ONE_HUNDRED).round_dp(4)
+        },
+        exit_reason: exit_reason.to_string(),
+        opened_at_ms,
+        closed_at_ms,
+        duration_minutes: (closed_at_ms - opened_at_ms).max(0) / 60_000,
+    })
 }
 
 /// Cash plus the marked value of every position (shorts count as what is owed).
@@ -476,6 +587,50 @@ mod tests {
         assert!(position.quantity.is_zero() && position.entry_fees.is_zero());
     }
 
+    #[test]
+    fn a_position_filled_in_parts_is_as_exact_as_one_filled_at_once() {
+        let mut account = Account::new(d("1000"), "USD");
+        let (mut position, _) = open(&mut account, "p", Side::Long, fill("1", "10", "0.01", 0));
+        account.add(&mut position, fill("2", "10.01", "0.02", 1), "l2".into());
+        account.add(&mut position, fill("0.5", "9.99", "0.005", 2), "l3".into());
+        assert_eq!(position.quantity, d("3.5"));
+        assert_eq!(position.cost, d("35.015"));
+        assert_eq!(position.entry_price, d("10.00428571"));
+        assert_eq!(position.entry_fees, d("0.035"));
+        assert_eq!(account.cash, d("1000") - d("35.015") - d("0.035"));
+        position.mark(d("11"));
+        assert_eq!(position.unrealized_pnl(), d("3.485"));
+        // Closed in two fills: one trade with the exact profit.
+        let (first, _) = account.close(
+            &mut position,
+            fill("1.5", "11", "0.0165", 3),
+            "take_profit",
+            "c1".into(),
+            "s1".into(),
+        );
+        let (second, _) = account.close(
+            &mut position,
+            fill("2", "11.1", "0.0222", 4),
+            "take_profit",
+            "c2".into(),
+            "s2".into(),
+        );
+        assert!(
+            position.quantity.is_zero() && position.cost.is_zero() && position.entry_fees.is_zero()
+        );
+        let trade =
+            trade_of_closes("t".into(), "take_profit", Side::Long, 0, &[first, second]).unwrap();
+        assert_eq!(trade.quantity, d("3.5"));
+        assert_eq!(trade.size_usd, d("35.015"));
+        assert_eq!(trade.gross_pnl, d("3.685"));
+        assert_eq!(trade.fees, d("0.035") + d("0.0165") + d("0.0222"));
+        assert_eq!(trade.net_pnl, trade.gross_pnl - trade.fees);
+        assert_eq!(trade.exit_price, d("11.05714286"));
+        assert_eq!(trade.gross_pnl, account.realized_pnl);
+        assert_eq!(account.cash, d("1000") + trade.net_pnl);
+        assert_eq!(trade.closed_at_ms, 4);
+    }
+
     #[derive(Debug, Clone)]
     enum Step {
         Open {
@@ -487,6 +642,12 @@ mod tests {
         Close {
             index: usize,
             fraction: u8,
+            price: u32,
+            fee: u32,
+        },
+        Add {
+            index: usize,
+            quantity: u32,
             price: u32,
             fee: u32,
         },
@@ -517,6 +678,18 @@ mod tests {
                     fee
                 }
             ),
+            (
+                any::<usize>(),
+                1u32..5_000_000,
+                1u32..10_000_000,
+                0u32..100_000
+            )
+                .prop_map(|(index, quantity, price, fee)| Step::Add {
+                    index,
+                    quantity,
+                    price,
+                    fee
+                }),
             (1u32..10_000_000).prop_map(|price| Step::Mark { price }),
         ]
     }
@@ -568,6 +741,14 @@ mod tests {
                             let charged: Decimal = trades.iter().filter(|t| t.position_id == closed.id).map(|t| t.fees).sum();
                             prop_assert_eq!(charged, fees_by_position[&closed.id]);
                         }
+                    }
+                    Step::Add { index, quantity, price, fee } => {
+                        if open_positions.is_empty() { continue; }
+                        let i = index % open_positions.len();
+                        let fill = Fill { quantity: scaled(quantity, 6), price: scaled(price, 2), fee: scaled(fee, 4), at_ms: at };
+                        let entry = account.add(&mut open_positions[i], fill, format!("a{n}"));
+                        *fees_by_position.get_mut(&entry.position_id).unwrap() += fill.fee;
+                        ledger.push(entry);
                     }
                     Step::Mark { price } => {
                         for position in &mut open_positions { position.mark(scaled(price, 2)); }

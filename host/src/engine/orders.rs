@@ -1,26 +1,39 @@
-//! Placing an order and booking its fill.
+//! Placing orders and booking what the venue reports of them.
 //!
-//! An order is written as `pending` before the broker sees it, under a client order id derived
-//! from what the order is for (bot, scan, symbol, intent; or bot and position for a close). A
-//! retried or resumed scan derives the same id: a filled order is never sent again, and a pending
-//! one is re-sent under the same id, which the broker treats as the same order. The fill is then
-//! booked in one transaction (order, ledger row, position, completed trade, account) and only
-//! then announced and applied to the in-memory state.
+//! An order is written as `new` before the broker plugin sees it, under a client order id that
+//! names what it is for (a scan's entry on a symbol, a signal, the n-th attempt at closing a
+//! position), so deciding the same thing again finds the order instead of sending another. The
+//! venue's answer moves it through `order_state`: its report is booked at once; a refusal
+//! rejects it; a lost answer leaves it `unknown` for reconciliation, which asks the venue and is
+//! never a blind re-send.
+//!
+//! Booking ([`record`]) is one transaction per observation: the order's transition, each new
+//! fill (once: fills are unique per venue trade id), the position, its ledger rows, the account
+//! and, when a closing order ends, its completed trade. The trader and the events follow only
+//! after the commit.
+
+use std::collections::HashMap;
 
 use rust_decimal::Decimal;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::accounting::{self, Fill, LedgerEntry, OpenRequest, Position, Side, decimal, float};
+use super::accounting::{self, Fill, LedgerEntry, OpenRequest, Position, Side, float};
+use super::order_state::{self, OrderEvent, OrderStatus, Progress, VenueStatus};
 use super::trader::Trader;
 use crate::App;
 use crate::events::Channel;
-use crate::plugins::PluginKind;
 use crate::plugins::bindings::types::{
-    BrokerError, OrderKind, OrderRequest, OrderSide as WireSide,
+    self as wire, BrokerError, OrderKind, OrderReport, OrderRequest, OrderSide as WireSide,
 };
-use crate::store::trading::{self, OrderRow};
-use crate::store::{iso8601, new_id, now_ms};
+use crate::plugins::{PluginKind, decimal, off_thread};
+use crate::store::orders::{self as rows, FillRow, OrderRow, OrderUpdate};
+use crate::store::{iso8601, new_id, now_ms, signals as signal_rows, trading};
+
+/// The first check of a live order; later ones back off from it.
+const FIRST_CHECK_MS: i64 = 500;
+/// The longest wait between two checks of a live order.
+const MAX_CHECK_MS: i64 = 30_000;
 
 #[derive(Debug, Clone)]
 pub enum Intent {
@@ -28,6 +41,8 @@ pub enum Intent {
         symbol: String,
         side: Side,
         quantity: Decimal,
+        /// The price the entry was sized at (for the venue's minimum order value).
+        price: Decimal,
         stop_loss: Option<Decimal>,
         take_profit: Option<Decimal>,
         trail_pct: Option<Decimal>,
@@ -38,13 +53,44 @@ pub enum Intent {
     },
 }
 
-/// Why an order did not go through.
+/// An order to place.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The broker connection it goes to: the bot's for entries, the position's for closes.
+    pub broker: String,
+    pub client_order_id: String,
+    pub intent: Intent,
+    /// The id the new position (entry) or the completed trade (close) gets.
+    pub assigned_id: String,
+    /// Which attempt at closing the position (1 for entries).
+    pub attempt: u32,
+    pub signal_id: Option<String>,
+}
+
+/// What placing an order came to.
+#[derive(Debug, Clone)]
+pub struct Placed {
+    pub order_id: String,
+    pub status: OrderStatus,
+    /// Why it was rejected.
+    pub reason: Option<String>,
+}
+
+/// Why an order was not placed.
 #[derive(Debug)]
 pub enum OrderFailure {
-    /// The broker refused it (rejected, insufficient funds): nothing to retry.
+    /// Not sent: the venue's rules, the kill switch (nothing to retry now).
     Refused(String),
-    /// The broker or its plugin failed: the scan is retried with backoff.
+    /// The host could not send it (credentials, instrument rules, the database).
     Failed(String),
+}
+
+impl std::fmt::Display for OrderFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OrderFailure::Refused(reason) | OrderFailure::Failed(reason) => f.write_str(reason),
+        }
+    }
 }
 
 /// A client order id: stable for the same purpose, distinct for different ones.
@@ -55,6 +101,32 @@ pub fn client_order_id(parts: &[&str]) -> String {
         hash.update([0u8]);
     }
     format!("th-{}", &hex::encode(hash.finalize())[..32])
+}
+
+/// Whether a broker error means the order was certainly not placed.
+pub fn not_placed(err: &BrokerError) -> bool {
+    !matches!(err, BrokerError::Timeout(_) | BrokerError::Unavailable(_))
+}
+
+pub fn describe_error(err: &BrokerError) -> String {
+    match err {
+        BrokerError::Auth(m) => format!("credentials refused: {m}"),
+        BrokerError::Rejected(m) => format!("rejected: {m}"),
+        BrokerError::InsufficientFunds(m) => format!("insufficient funds: {m}"),
+        BrokerError::Invalid(m) => format!("invalid: {m}"),
+        BrokerError::Unsupported(m) => format!("unsupported: {m}"),
+        BrokerError::NotFound(m) => format!("not found: {m}"),
+        BrokerError::RateLimited(ms) => format!("rate limited; retry after {ms} ms"),
+        BrokerError::Timeout(m) => format!("timed out: {m}"),
+        BrokerError::Unavailable(m) => format!("unavailable: {m}"),
+    }
+}
+
+/// When a live order that has been checked `checks` times is checked next.
+pub fn next_check(now: i64, checks: i64) -> i64 {
+    now + FIRST_CHECK_MS
+        .saturating_mul(1 << checks.clamp(0, 16))
+        .min(MAX_CHECK_MS)
 }
 
 #[derive(Serialize)]
@@ -82,21 +154,30 @@ pub struct PositionUpdate<'a> {
     pub position_id: &'a str,
     pub symbol: &'a str,
     pub side: Side,
+    /// open, closing (a close is pending or being retried) or closed.
     pub status: &'a str,
     pub quantity: f64,
     pub current_price: f64,
     pub unrealized_pnl: f64,
     pub unrealized_pnl_pct: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub close_error: Option<&'a str>,
     pub timestamp: String,
 }
 
-pub fn position_update<'a>(position: &'a Position, status: &'a str, at: i64) -> PositionUpdate<'a> {
+pub fn position_update(position: &Position, at: i64) -> PositionUpdate<'_> {
     let basis = position.cost_basis();
     PositionUpdate {
         position_id: &position.id,
         symbol: &position.symbol,
         side: position.side,
-        status,
+        status: if position.quantity.is_zero() {
+            "closed"
+        } else if position.closing.is_some() {
+            "closing"
+        } else {
+            "open"
+        },
         quantity: float(position.quantity),
         current_price: float(position.current_price),
         unrealized_pnl: float(position.unrealized_pnl()),
@@ -105,57 +186,88 @@ pub fn position_update<'a>(position: &'a Position, status: &'a str, at: i64) -> 
         } else {
             float((position.unrealized_pnl() / basis * Decimal::ONE_HUNDRED).round_dp(4))
         },
+        close_error: position
+            .closing
+            .as_ref()
+            .and_then(|c| c.last_error.as_deref()),
         timestamp: iso8601(at),
     }
 }
 
-/// Places and books one order. `Ok(false)`: it had been booked before (a resumed scan).
-pub async fn execute(
-    app: &App,
-    trader: &mut Trader,
-    client_order_id: String,
-    intent: Intent,
-) -> Result<bool, OrderFailure> {
-    execute_with_id(app, trader, client_order_id, intent, None).await
+fn db_failure(err: sqlx::Error) -> OrderFailure {
+    tracing::error!(error = %err, "database error while placing an order");
+    OrderFailure::Failed("database error while placing the order".into())
 }
 
-/// As [`execute`], with the id the new position (entry) or completed trade (exit) gets, so a
-/// caller can name it before the order fills (an inbound signal's `trade_id`).
-pub async fn execute_with_id(
-    app: &App,
-    trader: &mut Trader,
-    client_order_id: String,
-    intent: Intent,
-    assigned_id: Option<String>,
-) -> Result<bool, OrderFailure> {
+/// Places one order: rounds it to the venue's rules, writes it, sends it and books the answer.
+pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed, OrderFailure> {
     let now = now_ms();
-    let broker = trader.bot.broker.clone();
-    let (symbol, side, quantity, intent_name) = match &intent {
+    let (symbol, side, wanted, price, reduce_only) = match &plan.intent {
         Intent::Open {
             symbol,
             side,
             quantity,
+            price,
             ..
-        } => (symbol.clone(), side.opening_order(), *quantity, "open"),
+        } => (
+            symbol.clone(),
+            side.opening_order(),
+            *quantity,
+            *price,
+            false,
+        ),
         Intent::Close { position_id, .. } => {
             let Some(position) = trader.position(position_id) else {
-                return Ok(false);
+                return Err(OrderFailure::Refused(format!(
+                    "no open position {position_id}"
+                )));
             };
             (
                 position.symbol.clone(),
                 position.side.closing_order(),
                 position.quantity,
-                "close",
+                position.current_price,
+                true,
             )
         }
     };
-    let order = OrderRow {
+    if !reduce_only
+        && super::kill_switch::active(app)
+            .await
+            .map_err(|e| OrderFailure::Failed(e.message))?
+    {
+        return Err(OrderFailure::Refused(
+            "trading is halted by the kill switch".into(),
+        ));
+    }
+    let account = trader
+        .broker_account(app, &plan.broker)
+        .await
+        .map_err(OrderFailure::Failed)?;
+    let rules = app
+        .engine
+        .instruments
+        .rules(app, &plan.broker, &account, &symbol)
+        .await
+        .map_err(OrderFailure::Failed)?;
+    let quantity = rules.round_quantity(wanted);
+    if let Some(refusal) = rules.refusal(quantity, price) {
+        return Err(OrderFailure::Refused(refusal));
+    }
+    let (position_id, trade_id) = match &plan.intent {
+        Intent::Open { .. } => (Some(plan.assigned_id.clone()), None),
+        Intent::Close { position_id, .. } => {
+            (Some(position_id.clone()), Some(plan.assigned_id.clone()))
+        }
+    };
+    let row = OrderRow {
         id: new_id(),
-        client_order_id: client_order_id.clone(),
-        broker: broker.clone(),
+        user_id: trader.user_id.clone(),
+        client_order_id: plan.client_order_id.clone(),
+        broker: plan.broker.clone(),
         symbol: symbol.clone(),
-        side: side.as_str().to_string(),
-        intent: match &intent {
+        side: side.as_str().into(),
+        intent: match &plan.intent {
             Intent::Open {
                 side: Side::Long, ..
             } => "open_long",
@@ -164,203 +276,447 @@ pub async fn execute_with_id(
             } => "open_short",
             Intent::Close { .. } => "close",
         }
-        .to_string(),
-        quantity: quantity.to_string(),
-        position_id: match &intent {
-            Intent::Close { position_id, .. } => Some(position_id.clone()),
-            Intent::Open { .. } => None,
-        },
-        stop_loss: match &intent {
-            Intent::Open { stop_loss, .. } => stop_loss.map(|d| d.to_string()),
+        .into(),
+        kind: "market".into(),
+        quantity: decimal::text(quantity),
+        limit_price: None,
+        filled_quantity: "0".into(),
+        position_id,
+        trade_id,
+        stop_loss: match &plan.intent {
+            Intent::Open { stop_loss, .. } => stop_loss.map(decimal::text),
             Intent::Close { .. } => None,
         },
-        take_profit: match &intent {
-            Intent::Open { take_profit, .. } => take_profit.map(|d| d.to_string()),
+        take_profit: match &plan.intent {
+            Intent::Open { take_profit, .. } => take_profit.map(decimal::text),
             Intent::Close { .. } => None,
         },
-        exit_reason: match &intent {
+        trail_pct: match &plan.intent {
+            Intent::Open { trail_pct, .. } => trail_pct.map(decimal::text),
+            Intent::Close { .. } => None,
+        },
+        exit_reason: match &plan.intent {
             Intent::Close { reason, .. } => Some(reason.clone()),
             Intent::Open { .. } => None,
         },
-        status: "pending".into(),
+        attempt: i64::from(plan.attempt),
+        signal_id: plan.signal_id.clone(),
+        status: OrderStatus::New.as_str().into(),
+        broker_order_id: None,
+        error: None,
+        next_check_at: Some(next_check(now, 0)),
+        checks: 0,
         created_at: now,
+        updated_at: now,
     };
     let db = &app.db.pool;
-    let order = if trading::insert_order(db, &trader.user_id, &order)
-        .await
-        .map_err(db_failure)?
-    {
-        order
-    } else {
-        match trading::order_by_client_id(db, &client_order_id)
+    if !rows::insert(db, &row).await.map_err(db_failure)? {
+        // Decided before: that order stands (it is never sent twice).
+        let existing = rows::by_client_id(db, &plan.client_order_id)
             .await
             .map_err(db_failure)?
-        {
-            Some(existing) if existing.status == "pending" => existing,
-            _ => return Ok(false),
-        }
-    };
-    send_and_book(app, trader, order, intent, intent_name, assigned_id).await
-}
+            .ok_or_else(|| OrderFailure::Failed("an order vanished while being placed".into()))?;
+        return Ok(Placed {
+            status: OrderStatus::parse(&existing.status).unwrap_or(OrderStatus::Unknown),
+            reason: existing.error.clone(),
+            order_id: existing.id,
+        });
+    }
+    trader.live.push(row.clone());
 
-async fn send_and_book(
-    app: &App,
-    trader: &mut Trader,
-    order: OrderRow,
-    intent: Intent,
-    intent_name: &str,
-    assigned_id: Option<String>,
-) -> Result<bool, OrderFailure> {
-    let quantity: Decimal = order.quantity.parse().unwrap_or_default();
-    let Some(credentials) = trader.credentials.clone() else {
-        return Err(OrderFailure::Failed(
-            "broker credentials are not available".into(),
-        ));
-    };
-    let active = app
-        .plugins
-        .active(PluginKind::Broker, &order.broker)
-        .map_err(|err| OrderFailure::Failed(err.to_string()))?;
     let request = OrderRequest {
-        client_order_id: order.client_order_id.clone(),
-        symbol: order.symbol.clone(),
-        side: if order.side == "BUY" {
+        client_order_id: row.client_order_id.clone(),
+        symbol,
+        side: if side == accounting::OrderSide::Buy {
             WireSide::Buy
         } else {
             WireSide::Sell
         },
-        quantity: float(quantity),
+        quantity: row.quantity.clone(),
         kind: OrderKind::Market,
         limit_price: None,
-        reduce_only: intent_name == "close",
+        reduce_only,
     };
-    let runtime = app.plugins.runtime().clone();
-    let answer = tokio::task::spawn_blocking(move || {
-        runtime.broker_place_order(&active, &credentials, &request)
+    let answer = match app.plugins.active(PluginKind::Broker, &plan.broker) {
+        Err(err) => Err(err.to_string()),
+        Ok(active) => {
+            let runtime = app.plugins.runtime().clone();
+            off_thread(move || runtime.broker_place_order(&active, &account, &request))
+                .await
+                .and_then(|result| result.map_err(|err| err.to_string()))
+        }
+    };
+    let observation = match answer {
+        Ok(Ok(report)) => Observation::report(report),
+        Ok(Err(err)) if not_placed(&err) => {
+            Observation::event(OrderEvent::Refused, describe_error(&err))
+        }
+        Ok(Err(err)) => Observation::event(OrderEvent::OutcomeUnknown, describe_error(&err)),
+        // The plugin failed: it may have reached the venue before it did.
+        Err(err) => Observation::event(OrderEvent::OutcomeUnknown, err),
+    };
+    let unknown = observation.event == Some(OrderEvent::OutcomeUnknown);
+    let reason = observation
+        .error
+        .clone()
+        .or_else(|| observation.report.as_ref().and_then(|r| r.reason.clone()));
+    let status = record(app, trader, &row, observation)
+        .await
+        .map_err(OrderFailure::Failed)?;
+    if unknown {
+        // Not a failure of the scan: the order is followed up by reconciliation, and a venue
+        // that stays unreachable fails those follow-ups.
+        tracing::warn!(user_id = %trader.user_id, order = %row.client_order_id, reason = reason.as_deref().unwrap_or_default(),
+            "the venue's answer to an order was lost; reconciliation follows it up");
+    }
+    Ok(Placed {
+        order_id: row.id,
+        status,
+        reason: (status == OrderStatus::Rejected).then(|| reason.unwrap_or_default()),
     })
-    .await
-    .map_err(|err| OrderFailure::Failed(format!("order task failed: {err}")))?;
+}
+
+/// What was learned about an order.
+#[derive(Debug, Default)]
+pub struct Observation {
+    /// The venue's report (status and fills).
+    pub report: Option<OrderReport>,
+    /// Fills of the order found otherwise (`fills-since`).
+    pub fills: Vec<wire::Fill>,
+    /// What happened when there is no report.
+    pub event: Option<OrderEvent>,
+    pub error: Option<String>,
+}
+
+impl Observation {
+    pub fn report(report: OrderReport) -> Self {
+        Observation {
+            report: Some(report),
+            ..Observation::default()
+        }
+    }
+
+    pub fn event(event: OrderEvent, error: String) -> Self {
+        Observation {
+            event: Some(event),
+            error: Some(error),
+            ..Observation::default()
+        }
+    }
+}
+
+fn venue_status(status: wire::OrderStatus) -> VenueStatus {
+    match status {
+        wire::OrderStatus::Open => VenueStatus::Open,
+        wire::OrderStatus::PartiallyFilled => VenueStatus::PartiallyFilled,
+        wire::OrderStatus::Filled => VenueStatus::Filled,
+        wire::OrderStatus::Cancelled => VenueStatus::Cancelled,
+        wire::OrderStatus::Rejected => VenueStatus::Rejected,
+        wire::OrderStatus::Expired => VenueStatus::Expired,
+    }
+}
+
+/// A fill as the books take it: exact, rounded to the books' scale once.
+struct NewFill {
+    trade_id: String,
+    fill: Fill,
+}
+
+fn parse_fill(
+    order: &OrderRow,
+    venue_order_id: Option<&str>,
+    fill: &wire::Fill,
+    now: i64,
+) -> Result<NewFill, String> {
+    let ours = fill.client_order_id == order.client_order_id
+        || venue_order_id.is_some_and(|id| id == fill.order_id)
+        || order.broker_order_id.as_deref() == Some(fill.order_id.as_str());
+    if !ours || fill.symbol != order.symbol {
+        return Err(format!(
+            "fill {} is not of order {}",
+            fill.trade_id, order.client_order_id
+        ));
+    }
+    let number = |text: &str| decimal::parse(text).map(|d| d.round_dp(accounting::SCALE));
+    let (quantity, price, fee) = (
+        number(&fill.quantity)?,
+        number(&fill.price)?,
+        number(&fill.fee)?,
+    );
+    if quantity <= Decimal::ZERO || price <= Decimal::ZERO {
+        return Err(format!("fill {} rounds to nothing", fill.trade_id));
+    }
+    Ok(NewFill {
+        trade_id: fill.trade_id.clone(),
+        fill: Fill {
+            quantity,
+            price,
+            fee,
+            // The venue's time, within the order's life.
+            at_ms: fill
+                .timestamp_ms
+                .clamp(order.created_at, now.max(order.created_at)),
+        },
+    })
+}
+
+/// Books an observation of `order` in one transaction and applies it to the trader: returns the
+/// order's status after it.
+pub async fn record(
+    app: &App,
+    trader: &mut Trader,
+    order: &OrderRow,
+    observation: Observation,
+) -> Result<OrderStatus, String> {
     let now = now_ms();
     let db = &app.db.pool;
-    let fill = match answer {
-        Ok(Ok(fill)) => fill,
-        Ok(Err(
-            err @ (BrokerError::Rejected(_)
-            | BrokerError::InsufficientFunds(_)
-            | BrokerError::Unsupported(_)),
-        )) => {
-            let reason = format!("{err:?}");
-            trading::finish_order(db, &order.id, "rejected", None, Some(&reason), now)
-                .await
-                .map_err(db_failure)?;
-            return Err(OrderFailure::Refused(reason));
-        }
-        Ok(Err(err)) => {
-            let reason = format!("broker error: {err:?}");
-            trading::finish_order(db, &order.id, "failed", None, Some(&reason), now)
-                .await
-                .map_err(db_failure)?;
-            return Err(OrderFailure::Failed(reason));
-        }
-        Err(err) => {
-            let reason = err.to_string();
-            trading::finish_order(db, &order.id, "failed", None, Some(&reason), now)
-                .await
-                .map_err(db_failure)?;
-            return Err(OrderFailure::Failed(reason));
-        }
+    let db_err = |err: sqlx::Error| {
+        tracing::error!(error = %err, order = %order.client_order_id, "database error while booking");
+        "database error while booking the order".to_string()
     };
-    let (Some(price), Some(filled), Some(fee)) = (
-        decimal(fill.price),
-        decimal(fill.quantity),
-        decimal(fill.fee),
-    ) else {
-        return Err(OrderFailure::Failed("fill with non-finite numbers".into()));
-    };
-    let fill_at = now;
-    let booked = Fill {
-        quantity: filled.min(quantity),
-        price,
-        fee,
-        at_ms: fill_at,
-    };
+    let status = OrderStatus::parse(&order.status).unwrap_or(OrderStatus::Unknown);
+    let quantity = decimal::parse(&order.quantity).unwrap_or_default();
+    let venue_order_id = observation.report.as_ref().map(|r| r.order_id.clone());
 
-    // Apply to copies; the trader changes only once the transaction has committed.
+    // The fills to consider: the report's and any found otherwise, each venue trade once.
+    let mut fills: Vec<NewFill> = Vec::new();
+    for fill in observation
+        .report
+        .iter()
+        .flat_map(|r| r.fills.iter())
+        .chain(observation.fills.iter())
+    {
+        if fills.iter().any(|f| f.trade_id == fill.trade_id) {
+            continue;
+        }
+        match parse_fill(order, venue_order_id.as_deref(), fill, now) {
+            Ok(fill) => fills.push(fill),
+            Err(err) => tracing::warn!(order = %order.client_order_id, "fill ignored: {err}"),
+        }
+    }
+    fills.sort_by(|a, b| {
+        a.fill
+            .at_ms
+            .cmp(&b.fill.at_ms)
+            .then_with(|| a.trade_id.cmp(&b.trade_id))
+    });
+
     let mut account = trader.account.clone();
-    let mut tx = db.begin().await.map_err(db_failure)?;
-    trading::finish_order(
+    let mut touched: HashMap<String, Position> = HashMap::new();
+    let mut opened: Option<String> = None;
+    let mut booked = decimal::parse(&order.filled_quantity).unwrap_or_default();
+    let mut new_entries: Vec<LedgerEntry> = Vec::new();
+    // Orders written before positions were named at entry open one under their own id.
+    let position_id = order
+        .position_id
+        .clone()
+        .unwrap_or_else(|| order.id.clone());
+    let mut tx = db.begin().await.map_err(db_err)?;
+    for NewFill { trade_id, fill } in fills {
+        let fill_row = FillRow {
+            id: new_id(),
+            order_id: order.id.clone(),
+            user_id: trader.user_id.clone(),
+            venue_trade_id: trade_id,
+            quantity: decimal::text(fill.quantity),
+            price: decimal::text(fill.price),
+            fee: decimal::text(fill.fee),
+            filled_at: fill.at_ms,
+            booked_at: now,
+        };
+        if !rows::insert_fill(&mut *tx, &fill_row)
+            .await
+            .map_err(db_err)?
+        {
+            continue; // booked before
+        }
+        let current = touched
+            .get(&position_id)
+            .cloned()
+            .or_else(|| trader.position(&position_id).cloned());
+        let entry = if order.is_close() {
+            let Some(mut position) = current else {
+                return Err(format!(
+                    "a fill of closing order {} for position {position_id}, which is not open",
+                    order.client_order_id
+                ));
+            };
+            let (entry, _) = account.close(
+                &mut position,
+                fill,
+                order.exit_reason.as_deref().unwrap_or("signal"),
+                new_id(),
+                String::new(),
+            );
+            trading::update_position(&mut *tx, &position, now)
+                .await
+                .map_err(db_err)?;
+            touched.insert(position_id.clone(), position);
+            entry
+        } else {
+            match current {
+                Some(mut position) => {
+                    let entry = account.add(&mut position, fill, new_id());
+                    trading::update_position(&mut *tx, &position, now)
+                        .await
+                        .map_err(db_err)?;
+                    touched.insert(position_id.clone(), position);
+                    entry
+                }
+                None => {
+                    let side = if order.intent == "open_short" {
+                        Side::Short
+                    } else {
+                        Side::Long
+                    };
+                    let optional = |text: &Option<String>| {
+                        text.as_deref().and_then(|t| decimal::parse(t).ok())
+                    };
+                    let (position, entry) = account.open(
+                        OpenRequest {
+                            position_id: position_id.clone(),
+                            ledger_id: new_id(),
+                            broker: &order.broker,
+                            symbol: &order.symbol,
+                            side,
+                            stop_loss: optional(&order.stop_loss),
+                            take_profit: optional(&order.take_profit),
+                            trail_pct: optional(&order.trail_pct),
+                        },
+                        fill,
+                    );
+                    trading::insert_position(&mut *tx, &trader.user_id, &position, now)
+                        .await
+                        .map_err(db_err)?;
+                    opened = Some(position_id.clone());
+                    touched.insert(position_id.clone(), position);
+                    entry
+                }
+            }
+        };
+        trading::insert_ledger(&mut *tx, &trader.user_id, &order.id, &fill_row.id, &entry)
+            .await
+            .map_err(db_err)?;
+        booked += entry.quantity;
+        new_entries.push(entry);
+    }
+
+    // The transition.
+    let event = match (&observation.report, observation.event) {
+        (Some(report), _) => Some(OrderEvent::Reported {
+            venue: venue_status(report.status),
+            venue_filled: decimal::parse(&report.filled_quantity).unwrap_or_default(),
+        }),
+        (None, Some(event)) => Some(event),
+        (None, None) if !new_entries.is_empty() => Some(OrderEvent::FillsBooked),
+        (None, None) => None,
+    };
+    let next = match event {
+        None => status,
+        Some(event) => match order_state::apply(status, event, Progress { quantity, booked }) {
+            Ok(next) => next,
+            Err(err) => {
+                tracing::warn!(order = %order.client_order_id, %err, "unexpected report kept the order's status");
+                status
+            }
+        },
+    };
+    let checks = if next.is_live() {
+        order.checks + 1
+    } else {
+        order.checks
+    };
+    let error = observation.error.as_deref().or_else(|| {
+        observation
+            .report
+            .as_ref()
+            .and_then(|r| r.reason.as_deref())
+            .filter(|_| next.is_final())
+    });
+    rows::update(
         &mut *tx,
         &order.id,
-        "filled",
-        Some(&fill.order_id),
-        None,
+        &OrderUpdate {
+            status: next.as_str(),
+            broker_order_id: venue_order_id.as_deref(),
+            filled_quantity: &decimal::text(booked),
+            error,
+            next_check_at: next.is_live().then(|| next_check(now, checks)),
+            checks,
+        },
         now,
     )
     .await
-    .map_err(db_failure)?;
-    let (entry, position, trade): (LedgerEntry, Position, Option<accounting::CompletedTrade>) =
-        match intent {
-            Intent::Open {
-                symbol,
-                side,
-                stop_loss,
-                take_profit,
-                trail_pct,
-                ..
-            } => {
-                let (position, entry) = account.open(
-                    OpenRequest {
-                        position_id: assigned_id.unwrap_or_else(new_id),
-                        ledger_id: new_id(),
-                        broker: &order.broker,
-                        symbol: &symbol,
-                        side,
-                        stop_loss,
-                        take_profit,
-                        trail_pct,
-                    },
-                    booked,
-                );
-                trading::insert_position(&mut *tx, &trader.user_id, &position, now)
-                    .await
-                    .map_err(db_failure)?;
-                (entry, position, None)
-            }
-            Intent::Close {
-                position_id,
-                reason,
-            } => {
-                let Some(mut position) = trader.position(&position_id).cloned() else {
-                    return Ok(false);
-                };
-                let (entry, trade) = account.close(
-                    &mut position,
-                    booked,
-                    &reason,
-                    new_id(),
-                    assigned_id.unwrap_or_else(new_id),
-                );
-                trading::update_position(&mut *tx, &position, now)
-                    .await
-                    .map_err(db_failure)?;
-                trading::insert_trade(&mut *tx, &trader.user_id, &trade)
-                    .await
-                    .map_err(db_failure)?;
-                (entry, position, Some(trade))
-            }
-        };
-    trading::insert_ledger(&mut *tx, &trader.user_id, &order.id, &entry)
-        .await
-        .map_err(db_failure)?;
-    trading::update_account(&mut *tx, &trader.user_id, &account, now)
-        .await
-        .map_err(db_failure)?;
-    tx.commit().await.map_err(db_failure)?;
+    .map_err(db_err)?;
 
+    // A closing order that ended books its completed trade (its fills taken together).
+    let mut trade = None;
+    if order.is_close() && next.is_final() && status.is_live() {
+        let closes = trading::closes_of_order(&mut *tx, &order.id)
+            .await
+            .map_err(db_err)?;
+        let position = touched
+            .get(&position_id)
+            .cloned()
+            .or_else(|| trader.position(&position_id).cloned());
+        if let Some(position) = position
+            && let Some(done) = accounting::trade_of_closes(
+                order.trade_id.clone().unwrap_or_else(new_id),
+                order.exit_reason.as_deref().unwrap_or("signal"),
+                position.side,
+                position.opened_at_ms,
+                &closes,
+            )
+        {
+            trading::insert_trade(&mut *tx, &trader.user_id, &done)
+                .await
+                .map_err(db_err)?;
+            trade = Some(done);
+        }
+    }
+    if let Some(signal_id) = &order.signal_id
+        && next.is_final()
+        && status.is_live()
+    {
+        let (signal_status, outcome) = if booked > Decimal::ZERO {
+            ("traded", None)
+        } else {
+            ("refused", Some(format!("the order {}", next.as_str())))
+        };
+        signal_rows::order_ended(
+            &mut *tx,
+            signal_id,
+            signal_status,
+            outcome.as_deref().or(error),
+        )
+        .await
+        .map_err(db_err)?;
+    }
+    if !new_entries.is_empty() {
+        trading::update_account(&mut *tx, &trader.user_id, &account, now)
+            .await
+            .map_err(db_err)?;
+    }
+    tx.commit().await.map_err(db_err)?;
+
+    // The books committed: the trader and the stream follow.
     trader.account = account;
+    if let Some(live) = trader.live.iter_mut().find(|o| o.id == order.id) {
+        live.status = next.as_str().into();
+        live.filled_quantity = decimal::text(booked);
+        live.checks = checks;
+        live.next_check_at = next.is_live().then(|| next_check(now, checks));
+        if let Some(id) = &venue_order_id {
+            live.broker_order_id = Some(id.clone());
+        }
+    }
+    if next.is_final() {
+        trader.live.retain(|o| o.id != order.id);
+    }
     let events = &app.events;
-    match &trade {
-        None => {
+    let at = new_entries.last().map_or(now, |e| e.at_ms);
+    for (id, position) in touched {
+        if opened.as_deref() == Some(id.as_str()) {
             trader.stats.opens_today += 1;
             events.publish(
                 &trader.user_id,
@@ -376,130 +732,91 @@ async fn send_and_book(
                     exit_price: None,
                     quantity: float(position.quantity),
                     size_usd: float(position.cost_basis()),
-                    fees: float(entry.fee),
+                    fees: float(position.entry_fees),
                     realized_pnl: None,
                     exit_reason: None,
-                    timestamp: iso8601(fill_at),
+                    timestamp: iso8601(at),
                 },
             );
-            events.publish(
-                &trader.user_id,
-                Channel::Positions,
-                "position_update",
-                &position_update(&position, "open", fill_at),
-            );
+        }
+        events.publish(
+            &trader.user_id,
+            Channel::Positions,
+            "position_update",
+            &position_update(&position, at),
+        );
+        if position.quantity.is_zero() {
+            trader.positions.retain(|p| p.id != id);
+        } else if let Some(slot) = trader.positions.iter_mut().find(|p| p.id == id) {
+            *slot = position;
+        } else {
             trader.positions.push(position);
         }
-        Some(trade) => {
-            trader.stats.record(trade);
-            events.publish(
-                &trader.user_id,
-                Channel::Trades,
-                "trade_executed",
-                &TradeExecuted {
-                    trade_id: &trade.id,
-                    position_id: &trade.position_id,
-                    action: "closed",
-                    symbol: &trade.symbol,
-                    side: trade.side,
-                    entry_price: float(trade.entry_price),
-                    exit_price: Some(float(trade.exit_price)),
-                    quantity: float(trade.quantity),
-                    size_usd: float(trade.size_usd),
-                    fees: float(trade.fees),
-                    realized_pnl: Some(float(trade.net_pnl)),
-                    exit_reason: Some(&trade.exit_reason),
-                    timestamp: iso8601(fill_at),
-                },
-            );
-            let status = if position.quantity.is_zero() {
-                "closed"
-            } else {
-                "open"
-            };
-            events.publish(
-                &trader.user_id,
-                Channel::Positions,
-                "position_update",
-                &position_update(&position, status, fill_at),
-            );
-            if position.quantity.is_zero() {
-                trader.positions.retain(|p| p.id != position.id);
-            } else if let Some(slot) = trader.positions.iter_mut().find(|p| p.id == position.id) {
-                *slot = position;
-            }
-        }
     }
-    Ok(true)
+    if let Some(trade) = trade {
+        trader.stats.record(&trade);
+        events.publish(
+            &trader.user_id,
+            Channel::Trades,
+            "trade_executed",
+            &TradeExecuted {
+                trade_id: &trade.id,
+                position_id: &trade.position_id,
+                action: "closed",
+                symbol: &trade.symbol,
+                side: trade.side,
+                entry_price: float(trade.entry_price),
+                exit_price: Some(float(trade.exit_price)),
+                quantity: float(trade.quantity),
+                size_usd: float(trade.size_usd),
+                fees: float(trade.fees),
+                realized_pnl: Some(float(trade.net_pnl)),
+                exit_reason: Some(&trade.exit_reason),
+                timestamp: iso8601(trade.closed_at_ms),
+            },
+        );
+    }
+    if next != status {
+        tracing::debug!(user_id = %trader.user_id, order = %order.client_order_id, from = status.as_str(), to = next.as_str(), "order moved");
+    }
+    Ok(next)
 }
 
-/// Re-sends the orders an interrupted scan left pending, under their original client ids.
-pub async fn reconcile(app: &App, trader: &mut Trader) -> Result<(), OrderFailure> {
-    let pending = trading::pending_orders(&app.db.pool, &trader.user_id)
-        .await
-        .map_err(db_failure)?;
-    for order in pending {
-        let intent = match order.intent.as_str() {
-            "close" => match &order.position_id {
-                Some(position_id) if trader.position(position_id).is_some() => Intent::Close {
-                    position_id: position_id.clone(),
-                    reason: order.exit_reason.clone().unwrap_or_else(|| "signal".into()),
-                },
-                _ => {
-                    trading::finish_order(
-                        &app.db.pool,
-                        &order.id,
-                        "cancelled",
-                        None,
-                        Some("position already closed"),
-                        now_ms(),
-                    )
-                    .await
-                    .map_err(db_failure)?;
-                    continue;
-                }
-            },
-            _ if trader.positions.iter().any(|p| p.symbol == order.symbol) => {
-                trading::finish_order(
-                    &app.db.pool,
-                    &order.id,
-                    "cancelled",
-                    None,
-                    Some("a position is open on the symbol"),
-                    now_ms(),
-                )
-                .await
-                .map_err(db_failure)?;
-                continue;
-            }
-            intent => Intent::Open {
-                symbol: order.symbol.clone(),
-                side: if intent == "open_short" {
-                    Side::Short
-                } else {
-                    Side::Long
-                },
-                quantity: order.quantity.parse().unwrap_or_default(),
-                stop_loss: order.stop_loss.as_deref().and_then(|d| d.parse().ok()),
-                take_profit: order.take_profit.as_deref().and_then(|d| d.parse().ok()),
-                trail_pct: None,
-            },
-        };
-        let intent_name = if order.intent == "close" {
-            "close"
-        } else {
-            "open"
-        };
-        tracing::info!(user_id = %trader.user_id, client_order_id = %order.client_order_id, "re-sending an order left pending");
-        match send_and_book(app, trader, order, intent, intent_name, None).await {
-            Ok(_) | Err(OrderFailure::Refused(_)) => {}
-            Err(failure) => return Err(failure),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_order_ids_are_stable_and_distinct() {
+        let a = client_order_id(&["bot", "position", "close", "1"]);
+        assert_eq!(a, client_order_id(&["bot", "position", "close", "1"]));
+        assert_ne!(a, client_order_id(&["bot", "position", "close", "2"]));
+        // Parts are separated, so shifting text between them changes the id.
+        assert_ne!(client_order_id(&["ab", "c"]), client_order_id(&["a", "bc"]));
+        assert!(a.starts_with("th-") && a.len() == 35);
+    }
+
+    #[test]
+    fn checks_back_off_to_a_ceiling() {
+        assert_eq!(next_check(0, 0), FIRST_CHECK_MS);
+        assert_eq!(next_check(0, 1), 2 * FIRST_CHECK_MS);
+        assert_eq!(next_check(0, 40), MAX_CHECK_MS);
+        assert_eq!(next_check(1_000, 3), 1_000 + 8 * FIRST_CHECK_MS);
+    }
+
+    #[test]
+    fn only_timeouts_and_outages_leave_the_outcome_unknown() {
+        assert!(!not_placed(&BrokerError::Timeout("t".into())));
+        assert!(!not_placed(&BrokerError::Unavailable("u".into())));
+        for err in [
+            BrokerError::Rejected("r".into()),
+            BrokerError::InsufficientFunds("f".into()),
+            BrokerError::Invalid("i".into()),
+            BrokerError::Auth("a".into()),
+            BrokerError::RateLimited(100),
+            BrokerError::Unsupported("u".into()),
+        ] {
+            assert!(not_placed(&err), "{err:?}");
         }
     }
-    Ok(())
-}
-
-fn db_failure(err: sqlx::Error) -> OrderFailure {
-    tracing::error!(error = %err, "database error while booking an order");
-    OrderFailure::Failed("database error while booking the order".into())
 }

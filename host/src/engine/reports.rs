@@ -67,6 +67,19 @@ pub struct PositionView {
     pub take_profit: Option<f64>,
     pub opened_at: String,
     pub broker: String,
+    /// open, or closing: a close was asked for and is working or being retried.
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub close: Option<CloseView>,
+}
+
+/// A position's pending close.
+#[derive(Debug, Serialize)]
+pub struct CloseView {
+    pub reason: String,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    pub next_attempt_at: Option<String>,
 }
 
 fn pct(part: Decimal, whole: Decimal) -> f64 {
@@ -92,6 +105,17 @@ pub fn position_view(p: &Position) -> PositionView {
         take_profit: p.take_profit.map(money),
         opened_at: iso8601(p.opened_at_ms),
         broker: p.broker.clone(),
+        status: if p.closing.is_some() {
+            "closing"
+        } else {
+            "open"
+        },
+        close: p.closing.as_ref().map(|c| CloseView {
+            reason: c.reason.clone(),
+            attempts: c.attempts,
+            last_error: c.last_error.clone(),
+            next_attempt_at: (c.attempts > 0).then(|| iso8601(c.next_attempt_at)),
+        }),
     }
 }
 

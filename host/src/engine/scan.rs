@@ -1,34 +1,37 @@
-//! One scan of one bot: exits, the strategy's signals, the risk rules, the broker's orders,
-//! then the equity snapshot, KPI figures and alarm evaluation.
+//! One scan of one bot: reconcile its live orders (and, after a start, compare the books with
+//! the venue), then exits and pending closes, the strategy's signals and inbound signals through
+//! the limits and risk rules to the broker, then the equity snapshot, KPI figures and alarm
+//! evaluation.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rust_decimal::{Decimal, RoundingStrategy};
-use serde::Serialize;
+use rust_decimal::Decimal;
 
 use super::accounting::{self, Position, Side, decimal, float};
-use super::metrics;
-use super::orders::{self, Intent, OrderFailure, client_order_id};
+use super::alarms;
+use super::closing::{self, Attempt};
+use super::order_state::OrderStatus;
+use super::orders::{self, Intent, OrderFailure, Plan, client_order_id};
+use super::reconcile::{self, VENUE_CHECK_EVERY_MS};
+use super::signals::{self as inbound, SignalKind};
 use super::trader::Trader;
-use super::{BotStatus, SignalKind, publish_status};
+use super::{BotStatus, publish_status};
 use crate::App;
 use crate::events::Channel;
 use crate::plugins::PluginKind;
 use crate::plugins::bindings::risk_rule::{ProposedOrder, RiskContext};
 use crate::plugins::bindings::strategy::ScanContext;
 use crate::plugins::bindings::types::{
-    self as wire, AlarmLevel, Candle, KpiSnapshot, Series, SignalAction, Threshold, Verdict,
+    self as wire, Candle, Series, SignalAction, Threshold, Verdict,
 };
 use crate::plugins::off_thread as blocking;
 use crate::settings::Settings;
-use crate::store::trading::{self, AlarmRow, Snapshot};
-use crate::store::{iso8601, new_id, now_ms};
+use crate::store::trading::Snapshot;
+use crate::store::{new_id, now_ms};
 
 /// Candles handed to a strategy per symbol.
 pub const CANDLE_HISTORY: u32 = 200;
-/// An alarm type does not fire again within this long (decisions.md).
-pub const ALARM_COOLDOWN_MS: i64 = 15 * 60 * 1000;
 /// At most one equity snapshot per this long while nothing trades.
 pub const SNAPSHOT_EVERY_MS: i64 = 60_000;
 /// Smallest order worth sending, in account currency.
@@ -156,27 +159,27 @@ fn wire_account(trader: &Trader) -> wire::Account {
     }
 }
 
-fn order_failed(failure: OrderFailure) -> Result<(), String> {
-    match failure {
-        OrderFailure::Refused(reason) => {
-            tracing::info!(%reason, "order refused by the broker");
-            Ok(())
-        }
-        OrderFailure::Failed(reason) => Err(reason),
-    }
-}
-
 /// Runs one scan. An `Err` is a failure the scheduler retries with backoff.
 pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<ScanOutcome, String> {
     let now = now_ms();
-    if trader.credentials.is_none() {
-        trader.credentials =
-            Some(super::credentials(app, &trader.user_id, &trader.bot.broker).await?);
+    // Orders first: what the venue did since the last scan is booked before anything is decided.
+    let after_start = trader.reconcile;
+    reconcile::orders(app, trader, after_start).await?;
+    if trader.reconcile || now - trader.last_venue_check_at >= VENUE_CHECK_EVERY_MS {
+        let comparison = reconcile::positions(app, trader).await?;
+        if !comparison.discrepancies.is_empty() {
+            reconcile::flag(app, trader, comparison.discrepancies).await?;
+            return Ok(ScanOutcome {
+                snapshot: None,
+                status_changed: true,
+            });
+        }
+        if comparison.complete {
+            trader.reconcile = false;
+            trader.last_venue_check_at = now;
+        }
     }
-    if trader.reconcile {
-        orders::reconcile(app, trader).await.or_else(order_failed)?;
-        trader.reconcile = false;
-    }
+
     let interval = strategy_interval(app, &trader.bot.strategy);
     // The last close of each symbol, read once; the series then move into the strategy's context.
     let mut series = Vec::new();
@@ -189,7 +192,11 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
         };
         match market.get(&key) {
             Some(Ok(candles)) => {
-                if let Some(close) = candles.last().and_then(|c| decimal(c.close)) {
+                if let Some(close) = candles
+                    .last()
+                    .and_then(|c| decimal(c.close))
+                    .filter(|p| *p > Decimal::ZERO)
+                {
                     prices.insert(symbol.clone(), close);
                 }
                 series.push(Series {
@@ -202,33 +209,43 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
             None => return Err(format!("no market data for {symbol}")),
         }
     }
-    let last_price = |symbol: &str| prices.get(symbol).copied();
+    // Positions are marked at their own broker's prices.
     for position in &mut trader.positions {
-        if let Some(price) = last_price(&position.symbol) {
+        let key = MarketKey {
+            broker: position.broker.clone(),
+            symbol: position.symbol.clone(),
+            interval: interval.clone(),
+        };
+        let price = if position.broker == trader.bot.broker {
+            prices.get(&position.symbol).copied()
+        } else {
+            match market.get(&key) {
+                Some(Ok(candles)) => candles.last().and_then(|c| decimal(c.close)),
+                _ => None,
+            }
+        };
+        if let Some(price) = price.filter(|p| *p > Decimal::ZERO) {
             position.mark(price);
         }
     }
     let traded_before = trader.account.clone();
 
-    // Exits come first, in every state that manages positions (paused bots too).
+    // Exits come first, in every state that manages positions (paused bots too), and requested
+    // closes are retried when due.
     let exits: Vec<(String, &'static str)> = trader
         .positions
         .iter()
+        .filter(|p| p.closing.is_none())
         .filter_map(|p| exit_reason(p, p.current_price).map(|reason| (p.id.clone(), reason)))
         .collect();
     for (position_id, reason) in exits {
-        let id = client_order_id(&[&trader.bot.id, &position_id, "close"]);
-        let intent = Intent::Close {
-            position_id,
-            reason: reason.into(),
-        };
-        if let Err(failure) = orders::execute(app, trader, id, intent).await {
-            order_failed(failure)?;
-        }
+        closing::request(app, trader, &position_id, reason).await?;
     }
+    closing::attempt_due(app, trader).await?;
 
     let scan_seq = trader.bot.scan_seq + 1;
-    if trader.status() != BotStatus::Paused {
+    // Nothing new before the books have been compared with the venue after a start.
+    if trader.status() != BotStatus::Paused && !trader.reconcile {
         let active = app
             .plugins
             .active(PluginKind::Strategy, &trader.bot.strategy)
@@ -255,35 +272,63 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
             };
             let entry = Entry {
                 size_usd: signal.size_usd,
-                price: last_price(&signal.symbol),
-                stop_loss: signal.stop_loss.and_then(decimal),
-                take_profit: signal.take_profit.first().copied().and_then(decimal),
+                price: prices.get(&signal.symbol).copied(),
+                stop_loss: signal
+                    .stop_loss
+                    .and_then(decimal)
+                    .filter(|p| *p > Decimal::ZERO),
+                take_profit: signal
+                    .take_profit
+                    .first()
+                    .copied()
+                    .and_then(decimal)
+                    .filter(|p| *p > Decimal::ZERO),
             };
             act(app, trader, scan_seq, &signal.symbol, side, entry, None).await?;
         }
-        // Inbound signals (webhooks) go through the same path, under their own ids.
-        for signal in std::mem::take(&mut trader.signals) {
-            let side = match signal.kind {
+        // Inbound signals (webhooks) go through the same path, each once, under its own id.
+        for signal in inbound::waiting(app, &trader.user_id).await? {
+            if now - signal.received_at > inbound::TTL_MS {
+                inbound::finish(
+                    app,
+                    &signal.id,
+                    "expired",
+                    Some("the bot did not get to it in time"),
+                    None,
+                )
+                .await?;
+                continue;
+            }
+            let Some(kind) = SignalKind::parse(&signal.action) else {
+                inbound::finish(app, &signal.id, "refused", Some("unknown action"), None).await?;
+                continue;
+            };
+            let side = match kind {
                 SignalKind::Buy => Some(Side::Long),
                 SignalKind::Sell => Some(Side::Short),
                 SignalKind::Close => None,
             };
-            let price = match last_price(&signal.symbol) {
-                Some(price) => Some(price),
+            let price = match prices.get(&signal.symbol) {
+                Some(price) => Some(*price),
                 None => current_price(app, &trader.bot.broker, &signal.symbol).await,
             };
-            let entry = Entry {
-                size_usd: signal.size_usd.unwrap_or_else(|| {
+            let size_usd = signal
+                .size_usd
+                .as_deref()
+                .and_then(|s| s.parse::<f64>().ok())
+                .unwrap_or_else(|| {
                     let paper = trader.bot.paper_trading != 0;
                     trader
                         .settings
                         .max_position_size_usd(&trader.entitlement, paper)
-                }),
+                });
+            let entry = Entry {
+                size_usd,
                 price,
                 stop_loss: None,
                 take_profit: None,
             };
-            act(
+            let acted = act(
                 app,
                 trader,
                 scan_seq,
@@ -293,6 +338,22 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
                 Some(&signal.id),
             )
             .await?;
+            match acted {
+                Acted::Ordered { order_id, status } => {
+                    let status = match status {
+                        OrderStatus::Filled => "traded",
+                        OrderStatus::Rejected | OrderStatus::Expired | OrderStatus::Cancelled => {
+                            "refused"
+                        }
+                        _ => "ordered",
+                    };
+                    let order_id = Some(order_id.as_str()).filter(|id| !id.is_empty());
+                    inbound::finish(app, &signal.id, status, None, order_id).await?
+                }
+                Acted::Skipped(reason) => {
+                    inbound::finish(app, &signal.id, "refused", Some(&reason), None).await?
+                }
+            }
         }
     }
     trader.bot.scan_seq = scan_seq;
@@ -312,7 +373,7 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
             &trader.user_id,
             Channel::Positions,
             "position_update",
-            &orders::position_update(position, "open", now),
+            &orders::position_update(position, now),
         );
     }
 
@@ -330,8 +391,8 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
         }
     });
 
-    status_changed |= evaluate_alarms(app, trader, now).await?;
-    status_changed |= check_daily_loss(app, trader);
+    status_changed |= alarms::evaluate_alarms(app, trader, now).await?;
+    status_changed |= alarms::check_daily_loss(app, trader);
     Ok(ScanOutcome {
         snapshot,
         status_changed,
@@ -346,9 +407,21 @@ struct Entry {
     take_profit: Option<Decimal>,
 }
 
+/// What acting on a signal came to.
+pub enum Acted {
+    /// An order went out (or a retried decision found the one that did).
+    Ordered {
+        order_id: String,
+        status: OrderStatus,
+    },
+    /// Nothing was ordered, and why.
+    Skipped(String),
+}
+
 /// Acts on one signal for `symbol`: `None` closes what is held; a side opens it when flat, and
 /// against a position of the other side closes that first (the entry comes on a later signal).
-/// `id` names the resulting position or trade (inbound signals).
+/// `id` names the resulting position or trade (inbound signals). An `Err` is a failure the
+/// scan is retried for.
 async fn act(
     app: &App,
     trader: &mut Trader,
@@ -357,7 +430,7 @@ async fn act(
     side: Option<Side>,
     entry: Entry,
     id: Option<&str>,
-) -> Result<(), String> {
+) -> Result<Acted, String> {
     let held = trader
         .positions
         .iter()
@@ -370,9 +443,12 @@ async fn act(
         }
         (Some(side), None) => match entry.price {
             Some(price) => open(app, trader, scan_seq, symbol, side, entry, price, id).await,
-            None => Ok(()),
+            None => Ok(Acted::Skipped(format!("no price for {symbol}"))),
         },
-        _ => Ok(()),
+        (None, None) => Ok(Acted::Skipped(format!("no {symbol} position to close"))),
+        (Some(_), Some(_)) => Ok(Acted::Skipped(format!(
+            "a {symbol} position of that side is open"
+        ))),
     }
 }
 
@@ -386,7 +462,10 @@ async fn current_price(app: &App, broker: &str, symbol: &str) -> Option<Decimal>
         .ok()?
         .ok()?
         .ok()?;
-    candles.last().and_then(|c| decimal(c.close))
+    candles
+        .last()
+        .and_then(|c| decimal(c.close))
+        .filter(|p| *p > Decimal::ZERO)
 }
 
 async fn close(
@@ -395,15 +474,33 @@ async fn close(
     position_id: &str,
     reason: &str,
     id: Option<&str>,
-) -> Result<(), String> {
-    let client_id = client_order_id(&[&trader.bot.id, position_id, "close"]);
-    let intent = Intent::Close {
-        position_id: position_id.to_string(),
-        reason: reason.to_string(),
-    };
-    match orders::execute_with_id(app, trader, client_id, intent, id.map(str::to_string)).await {
-        Ok(_) => Ok(()),
-        Err(failure) => order_failed(failure),
+) -> Result<Acted, String> {
+    if let Some(order) = trader.live_order_for(Some(position_id), None) {
+        return Ok(Acted::Skipped(format!(
+            "the close of the position is working (order {})",
+            order.client_order_id
+        )));
+    }
+    // A close already asked for keeps its backoff: a signal repeated every scan does not hammer
+    // the venue.
+    let retry = trader
+        .position(position_id)
+        .is_some_and(|p| p.closing.is_some());
+    closing::request(app, trader, position_id, reason).await?;
+    match closing::attempt(app, trader, position_id, !retry, id).await? {
+        Attempt::Closed(order_id) => Ok(Acted::Ordered {
+            order_id: order_id.unwrap_or_default(),
+            status: OrderStatus::Filled,
+        }),
+        Attempt::Gone => Ok(Acted::Skipped("the position is already closed".into())),
+        Attempt::Working(order_id) => Ok(Acted::Ordered {
+            order_id,
+            status: OrderStatus::Submitted,
+        }),
+        Attempt::Waiting => Ok(Acted::Skipped("the close is waiting to be retried".into())),
+        Attempt::Failed(reason) => Ok(Acted::Skipped(format!(
+            "the close failed ({reason}); it is retried"
+        ))),
     }
 }
 
@@ -417,7 +514,7 @@ async fn open(
     entry: Entry,
     price: Decimal,
     id: Option<&str>,
-) -> Result<(), String> {
+) -> Result<Acted, String> {
     let Entry {
         size_usd,
         stop_loss,
@@ -427,10 +524,20 @@ async fn open(
     let paper = trader.bot.paper_trading != 0;
     let limits = trader.entitlement.limits();
     let max_positions = trader.settings.max_positions(&trader.entitlement);
+    let user_id = trader.user_id.clone();
     let skip = |why: String| {
-        tracing::debug!(user_id = %trader.user_id, symbol, %why, "entry skipped");
-        Ok(())
+        tracing::debug!(%user_id, symbol, %why, "entry skipped");
+        Ok(Acted::Skipped(why))
     };
+    if price <= Decimal::ZERO {
+        return skip(format!("no usable price for {symbol}"));
+    }
+    if let Some(order) = trader.live_order_for(None, Some(symbol)) {
+        return skip(format!(
+            "order {} on {symbol} is still working",
+            order.client_order_id
+        ));
+    }
     if !trader.settings.allows_pair(symbol) {
         return skip("not in the allowed pairs of the settings".into());
     }
@@ -446,8 +553,8 @@ async fn open(
             trader.stats.opens_today, limits.max_daily_trades
         ));
     }
-    let Some(mut size) = decimal(size_usd) else {
-        return skip("size is not a number".into());
+    let Some(mut size) = decimal(size_usd).filter(|s| *s > Decimal::ZERO) else {
+        return skip("size is not a positive number".into());
     };
     let max_size = decimal(
         trader
@@ -494,8 +601,11 @@ async fn open(
     if size < MIN_ORDER_USD {
         return skip(format!("size {size} below the minimum order"));
     }
+    let Some(quantity) = size.checked_div(price) else {
+        return skip(format!("no quantity of {symbol} at {price}"));
+    };
     let quantity =
-        (size / price).round_dp_with_strategy(accounting::SCALE, RoundingStrategy::ToZero);
+        quantity.round_dp_with_strategy(accounting::SCALE, rust_decimal::RoundingStrategy::ToZero);
     if quantity.is_zero() {
         return skip("quantity rounds to zero".into());
     }
@@ -508,233 +618,28 @@ async fn open(
         Some(id) => client_order_id(&[&trader.bot.id, id, intent_name]),
         None => client_order_id(&[&trader.bot.id, &scan_seq.to_string(), symbol, intent_name]),
     };
-    let intent = Intent::Open {
-        symbol: symbol.to_string(),
-        side,
-        quantity,
-        stop_loss,
-        take_profit,
-        trail_pct: Some(trail_pct(&trader.bot.risk_profile)),
+    let plan = Plan {
+        broker: trader.bot.broker.clone(),
+        client_order_id: client_id,
+        intent: Intent::Open {
+            symbol: symbol.to_string(),
+            side,
+            quantity,
+            price,
+            stop_loss,
+            take_profit,
+            trail_pct: Some(trail_pct(&trader.bot.risk_profile)),
+        },
+        assigned_id: id.map(str::to_string).unwrap_or_else(new_id),
+        attempt: 1,
+        signal_id: id.map(str::to_string),
     };
-    match orders::execute_with_id(app, trader, client_id, intent, id.map(str::to_string)).await {
-        Ok(_) => Ok(()),
-        Err(failure) => order_failed(failure),
+    match orders::place(app, trader, plan).await {
+        Ok(placed) => Ok(Acted::Ordered {
+            order_id: placed.order_id,
+            status: placed.status,
+        }),
+        Err(OrderFailure::Refused(reason)) => skip(reason),
+        Err(OrderFailure::Failed(reason)) => Err(reason),
     }
-}
-
-/// The figures risk rules judge the account by.
-pub fn kpi(trader: &Trader, now: i64) -> KpiSnapshot {
-    let equity = trader.equity();
-    let equity_f = float(equity);
-    let initial = float(trader.account.initial_capital);
-    let stats = &trader.stats;
-    let exposure = float(accounting::exposure(&trader.positions));
-    let largest = trader
-        .positions
-        .iter()
-        .map(|p| float(p.market_value()))
-        .fold(0.0, f64::max);
-    let pct = |part: f64, whole: f64| {
-        if whole > 0.0 {
-            metrics::finite(part / whole * 100.0)
-        } else {
-            0.0
-        }
-    };
-    let mut closes: Vec<(chrono::NaiveDate, f64)> = stats
-        .daily_closes
-        .iter()
-        .filter_map(|(day, value)| {
-            chrono::DateTime::from_timestamp(day * 86_400, 0).map(|d| (d.date_naive(), *value))
-        })
-        .collect();
-    if let Some(today) = chrono::DateTime::from_timestamp_millis(now) {
-        closes.push((today.date_naive(), equity_f));
-    }
-    KpiSnapshot {
-        timestamp_ms: now,
-        account_value: equity_f,
-        cash_balance: float(trader.account.cash),
-        total_return_pct: pct(equity_f - initial, initial),
-        daily_return_pct: pct(float(trader.daily_pnl()), float(stats.day_start_equity)),
-        current_drawdown_pct: stats.drawdown_pct(equity),
-        max_drawdown_pct: stats.max_drawdown_pct,
-        win_rate_pct: if stats.total > 0 {
-            stats.wins as f64 / stats.total as f64 * 100.0
-        } else {
-            0.0
-        },
-        profit_factor: if stats.gross_losses > 0.0 {
-            metrics::finite(stats.gross_wins / stats.gross_losses)
-        } else {
-            0.0
-        },
-        sharpe_ratio: metrics::sharpe(&metrics::daily_returns(&closes)),
-        total_trades: stats.total,
-        winning_trades: stats.wins,
-        losing_trades: stats.losses,
-        consecutive_losses: stats.consecutive_losses,
-        active_positions: trader.positions.len() as u32,
-        exposure_pct: pct(exposure, equity_f),
-        largest_position_pct: pct(largest, equity_f),
-    }
-}
-
-#[derive(Serialize)]
-struct AlarmEvent<'a> {
-    alarm_id: &'a str,
-    alarm_type: &'a str,
-    level: &'a str,
-    status: &'a str,
-    message: &'a str,
-    current_value: f64,
-    threshold_value: f64,
-    recommended_action: &'a str,
-    timestamp: String,
-}
-
-fn level_name(level: AlarmLevel) -> &'static str {
-    match level {
-        AlarmLevel::Warning => "WARNING",
-        AlarmLevel::Critical => "CRITICAL",
-        AlarmLevel::Emergency => "EMERGENCY",
-    }
-}
-
-fn publish_alarm(app: &App, user_id: &str, alarm: &AlarmRow, now: i64) {
-    app.events.publish(
-        user_id,
-        Channel::Alarms,
-        if alarm.status == "active" {
-            "alarm_triggered"
-        } else {
-            "alarm_cleared"
-        },
-        &AlarmEvent {
-            alarm_id: &alarm.id,
-            alarm_type: &alarm.alarm_type,
-            level: &alarm.level,
-            status: &alarm.status,
-            message: &alarm.message,
-            current_value: alarm.current_value,
-            threshold_value: alarm.threshold_value,
-            recommended_action: &alarm.recommended_action,
-            timestamp: iso8601(now),
-        },
-    );
-}
-
-/// Runs every risk rule's alarm evaluation: new alarms fire (outside their cooldown), alarms
-/// whose condition cleared are cleared, and an EMERGENCY pauses the bot. Returns whether the bot
-/// changed.
-async fn evaluate_alarms(app: &App, trader: &mut Trader, now: i64) -> Result<bool, String> {
-    let kpi = kpi(trader, now);
-    let thresholds = thresholds(
-        &trader.settings,
-        trader.settings.max_positions(&trader.entitlement),
-    );
-    let mut raised: HashMap<String, wire::Alarm> = HashMap::new();
-    for name in app.plugins.names(PluginKind::RiskRule) {
-        let Ok(active) = app.plugins.active(PluginKind::RiskRule, &name) else {
-            continue;
-        };
-        let runtime = app.plugins.runtime().clone();
-        let given = thresholds.clone();
-        let alarms = blocking(move || runtime.evaluate_alarms(&active, &kpi, &given))
-            .await?
-            .map_err(|err| err.to_string())?;
-        for alarm in alarms {
-            let stronger = raised
-                .get(&alarm.alarm_type)
-                .is_none_or(|seen| (alarm.level as u8) > (seen.level as u8));
-            if stronger {
-                raised.insert(alarm.alarm_type.clone(), alarm);
-            }
-        }
-    }
-    let db = &app.db.pool;
-    let mut bot_changed = false;
-    let cleared: Vec<String> = trader
-        .active_alarms
-        .keys()
-        .filter(|t| !raised.contains_key(*t))
-        .cloned()
-        .collect();
-    for alarm_type in cleared {
-        if let Some(mut alarm) = trader.active_alarms.remove(&alarm_type) {
-            trading::clear_alarm(db, &alarm.id, now)
-                .await
-                .map_err(|err| err.to_string())?;
-            alarm.status = "cleared".into();
-            alarm.cleared_at = Some(now);
-            publish_alarm(app, &trader.user_id, &alarm, now);
-        }
-    }
-    for (alarm_type, alarm) in raised {
-        if trader.active_alarms.contains_key(&alarm_type)
-            || trader
-                .last_raised
-                .get(&alarm_type)
-                .is_some_and(|at| now - at < ALARM_COOLDOWN_MS)
-        {
-            continue;
-        }
-        let row = AlarmRow {
-            id: new_id(),
-            alarm_type: alarm_type.clone(),
-            level: level_name(alarm.level).into(),
-            message: alarm.message.clone(),
-            current_value: metrics::finite(alarm.current_value),
-            threshold_value: metrics::finite(alarm.threshold_value),
-            recommended_action: alarm.recommended_action.clone(),
-            status: "active".into(),
-            raised_at: now,
-            cleared_at: None,
-        };
-        trading::insert_alarm(db, &trader.user_id, &row)
-            .await
-            .map_err(|err| err.to_string())?;
-        publish_alarm(app, &trader.user_id, &row, now);
-        trader.last_raised.insert(alarm_type.clone(), now);
-        if alarm.level == AlarmLevel::Emergency && trader.status() == BotStatus::Running {
-            trader.bot.status = BotStatus::Paused.as_str().into();
-            trader.bot.last_error = Some(format!(
-                "Paused by EMERGENCY alarm {alarm_type}: {}",
-                alarm.message
-            ));
-            publish_status(app, trader, "Paused by an emergency alarm");
-            bot_changed = true;
-        }
-        trader.active_alarms.insert(alarm_type, row);
-    }
-    Ok(bot_changed)
-}
-
-/// Pauses a running bot whose loss today reached the daily limit: the smaller of the settings'
-/// `max_daily_loss_usd` and `daily_loss_limit_pct` of the day's starting equity.
-fn check_daily_loss(app: &App, trader: &mut Trader) -> bool {
-    if trader.status() != BotStatus::Running {
-        return false;
-    }
-    let limit_pct = trader
-        .settings
-        .risk_thresholds
-        .get("daily_loss_limit_pct")
-        .copied()
-        .unwrap_or(5.0);
-    let by_pct = trader.stats.day_start_equity * decimal(limit_pct / 100.0).unwrap_or_default();
-    let by_amount = decimal(trader.settings.trading.max_daily_loss_usd).unwrap_or(by_pct);
-    let limit = by_pct.min(by_amount);
-    let loss = -trader.daily_pnl();
-    if limit > Decimal::ZERO && loss >= limit {
-        trader.bot.status = BotStatus::Paused.as_str().into();
-        trader.bot.last_error = Some(format!(
-            "Paused: today's loss of {} reached the daily limit of {}",
-            loss.round_dp(2),
-            limit.round_dp(2)
-        ));
-        publish_status(app, trader, "Paused by the daily loss limit");
-        return true;
-    }
-    false
 }

@@ -1,8 +1,9 @@
 //! The scheduler: each tick takes the bots that are due, fetches the market data they need once
 //! per (broker, symbol, interval), runs their scans with bounded parallelism, and writes the
-//! tick's equity snapshots and bot rows in one transaction.
+//! tick's equity snapshots and bot rows in one transaction. A scan that fails, or panics, moves
+//! its bot's next scan back and counts toward its retries.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -61,24 +62,32 @@ pub async fn tick(app: &App, due: Vec<Arc<Cell>>) {
     let market = Arc::new(market);
     let permits = Arc::new(Semaphore::new(app.config.scan_parallelism));
     let mut scans = JoinSet::new();
+    let mut cells = HashMap::new();
     for cell in due {
         let app = app.clone();
         let market = market.clone();
         let permits = permits.clone();
-        scans.spawn(async move {
+        let task_cell = cell.clone();
+        let handle = scans.spawn(async move {
             let _permit = permits.acquire_owned().await.expect("semaphore open");
-            scan_one(&app, &cell, &market).await
+            scan_one(&app, &task_cell, &market).await
         });
+        cells.insert(handle.id(), cell);
     }
     let mut snapshots: Vec<Snapshot> = Vec::new();
     let mut bots: Vec<BotRow> = Vec::new();
-    while let Some(result) = scans.join_next().await {
+    while let Some(result) = scans.join_next_with_id().await {
         match result {
-            Ok((snapshot, bot)) => {
+            Ok((_, (snapshot, bot))) => {
                 snapshots.extend(snapshot);
                 bots.extend(bot);
             }
-            Err(err) => tracing::error!(error = %err, "a scan task panicked"),
+            Err(err) => {
+                tracing::error!(error = %err, "a scan task panicked");
+                if let Some(cell) = cells.get(&err.id()) {
+                    failed(app, cell, format!("the scan failed unexpectedly: {err}")).await;
+                }
+            }
         }
     }
     if let Err(err) = write_batch(app, &snapshots, &bots).await {
@@ -119,6 +128,14 @@ async fn fetch_market(app: &App, due: &[Arc<Cell>]) -> Market {
             keys.insert(MarketKey {
                 broker: trader.bot.broker.clone(),
                 symbol,
+                interval: interval.clone(),
+            });
+        }
+        // Positions on another broker are marked at that broker's prices.
+        for position in &trader.positions {
+            keys.insert(MarketKey {
+                broker: position.broker.clone(),
+                symbol: position.symbol.clone(),
                 interval: interval.clone(),
             });
         }
@@ -189,25 +206,49 @@ async fn scan_one(app: &App, cell: &Cell, market: &Market) -> (Option<Snapshot>,
             (outcome.snapshot, bot)
         }
         Err(reason) => {
-            trader.failures += 1;
-            tracing::warn!(user_id = %trader.user_id, failures = trader.failures, %reason, "scan failed");
-            if trader.failures > MAX_RETRIES {
-                trader.bot.status = BotStatus::Error.as_str().into();
-                trader.bot.last_error = Some(format!("{reason} (after {MAX_RETRIES} retries)"));
-                trader.credentials = None;
-                cell.next_scan_at.store(IDLE, Ordering::Release);
-                publish_status(app, trader, "Bot stopped on an error");
-                if let Err(err) = super::persist(app, trader).await {
-                    tracing::error!(user_id = %trader.user_id, error = %err, "saving the bot failed");
-                }
-                return (None, None);
+            record_failure(app, cell, trader, reason);
+            if trader.status() == BotStatus::Error
+                && let Err(err) = super::persist(app, trader).await
+            {
+                tracing::error!(user_id = %trader.user_id, error = %err, "saving the bot failed");
             }
-            let backoff = interval_ms
-                .saturating_mul(1 << trader.failures.min(10))
-                .min(300_000);
-            cell.next_scan_at
-                .store(now_ms() + backoff, Ordering::Release);
             (None, None)
         }
+    }
+}
+
+/// Counts a failed scan: the next one waits 1, 2, 4 ... intervals; after [`MAX_RETRIES`] the bot
+/// goes to `error`.
+fn record_failure(app: &App, cell: &Cell, trader: &mut super::Trader, reason: String) {
+    let interval_ms = app.config.scan_interval.as_millis() as i64;
+    trader.failures += 1;
+    tracing::warn!(user_id = %trader.user_id, failures = trader.failures, %reason, "scan failed");
+    if trader.failures > MAX_RETRIES {
+        trader.bot.status = BotStatus::Error.as_str().into();
+        trader.bot.last_error = Some(format!("{reason} (after {MAX_RETRIES} retries)"));
+        trader.accounts.clear();
+        cell.next_scan_at.store(IDLE, Ordering::Release);
+        publish_status(app, trader, "Bot stopped on an error");
+        return;
+    }
+    let backoff = interval_ms
+        .saturating_mul(1 << trader.failures.min(10))
+        .min(300_000);
+    cell.next_scan_at
+        .store(now_ms() + backoff, Ordering::Release);
+}
+
+/// A scan that panicked: its bot is treated as after any failed scan.
+async fn failed(app: &App, cell: &Cell, reason: String) {
+    // The panicking task released the lock as it unwound.
+    let Ok(mut guard) = lock(app, cell).await else {
+        return;
+    };
+    let Some(trader) = guard.as_mut() else { return };
+    record_failure(app, cell, trader, reason);
+    if trader.status() == BotStatus::Error
+        && let Err(err) = super::persist(app, trader).await
+    {
+        tracing::error!(user_id = %trader.user_id, error = %err, "saving the bot failed");
     }
 }

@@ -13,8 +13,9 @@ use super::accounting::{self, Account, CompletedTrade, Position};
 use crate::App;
 use crate::billing::plans::Entitlement;
 use crate::error::{ApiError, ApiResult};
-use crate::plugins::bindings::broker::Credentials;
+use crate::plugins::calls::BrokerAccount;
 use crate::settings::Settings;
+use crate::store::orders::{self, OrderRow};
 use crate::store::trading::{self, AlarmRow, BotRow};
 use crate::store::{new_id, now_ms, users};
 
@@ -93,17 +94,20 @@ pub struct Trader {
     pub positions: Vec<Position>,
     pub entitlement: Entitlement,
     pub settings: Settings,
-    /// Inbound signals for the next scan.
-    pub signals: Vec<super::QueuedSignal>,
-    /// The bot's broker credentials, opened from the vault when the bot starts.
-    pub credentials: Option<Credentials>,
+    /// The user's broker accounts in use (credentials opened from the vault), by broker name.
+    pub accounts: HashMap<String, BrokerAccount>,
+    /// Orders that may still fill (the rows of `orders` in a live state).
+    pub live: Vec<OrderRow>,
     pub stats: Stats,
     pub active_alarms: HashMap<String, AlarmRow>,
     pub last_raised: HashMap<String, i64>,
     /// Consecutive failed scans (for backoff, then the error state).
     pub failures: u32,
-    /// Orders left pending by an interrupted scan are re-sent before anything new.
+    /// The books must be compared with the venue before the next order (after a start or a
+    /// restart).
     pub reconcile: bool,
+    /// When the books were last compared with the venue.
+    pub last_venue_check_at: i64,
     pub last_snapshot_at: i64,
     pub last_persisted_at: i64,
 }
@@ -124,6 +128,7 @@ impl Trader {
             }
         };
         let positions = trading::open_positions(db, user_id).await?;
+        let live = orders::live(db, user_id).await?;
         let bot = match trading::bot(db, user_id).await? {
             Some(bot) => bot,
             None => BotRow {
@@ -150,7 +155,7 @@ impl Trader {
         stats.observe(now, equity);
         stats.peak_equity = stats.peak_equity.max(account.initial_capital);
         let day_start = now.div_euclid(DAY_MS) * DAY_MS;
-        stats.opens_today = trading::count_opens_since(db, user_id, day_start).await? as u32;
+        stats.opens_today = orders::count_opens_since(db, user_id, day_start).await? as u32;
         let active_alarms = trading::active_alarms(db, user_id)
             .await?
             .into_iter()
@@ -164,19 +169,50 @@ impl Trader {
         Ok(Trader {
             user_id: user_id.to_string(),
             settings: crate::settings::load(app, user_id, &entitlement).await?,
-            signals: Vec::new(),
             entitlement,
             bot,
             account,
             positions,
-            credentials: None,
+            accounts: HashMap::new(),
+            live,
             stats,
             active_alarms,
             last_raised,
             failures: 0,
             reconcile: true,
+            last_venue_check_at: 0,
             last_snapshot_at: 0,
             last_persisted_at: 0,
+        })
+    }
+
+    /// The user's account at `broker`, its credentials opened from the vault on first use.
+    pub async fn broker_account(
+        &mut self,
+        app: &App,
+        broker: &str,
+    ) -> Result<BrokerAccount, String> {
+        if let Some(account) = self.accounts.get(broker) {
+            return Ok(account.clone());
+        }
+        let credentials = super::credentials(app, &self.user_id, broker).await?;
+        let account = BrokerAccount {
+            user_id: self.user_id.clone(),
+            credentials,
+        };
+        self.accounts.insert(broker.to_string(), account.clone());
+        Ok(account)
+    }
+
+    /// Whether a live order is working for `position_id` or on `symbol`.
+    pub fn live_order_for(
+        &self,
+        position_id: Option<&str>,
+        symbol: Option<&str>,
+    ) -> Option<&OrderRow> {
+        self.live.iter().find(|o| {
+            position_id.is_some_and(|id| o.position_id.as_deref() == Some(id))
+                || symbol.is_some_and(|s| o.symbol == s)
         })
     }
 

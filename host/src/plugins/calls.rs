@@ -6,14 +6,16 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::PluginKind;
-use super::bindings::broker::{AccountCheck, Balance, BrokerInfo, Credentials};
+use super::bindings::broker::{AccountCheck, BrokerInfo, BrokerPosition, Credentials};
 use super::bindings::risk_rule::{ProposedOrder, RiskContext};
 use super::bindings::strategy::{Evaluation, ScanContext};
 use super::bindings::types::{
-    Alarm, Candle, Fill, OrderRequest, PluginError as GuestError, SignalAction, Threshold, Verdict,
+    Alarm, AssetBalance, Candle, Fill, Instrument, OrderQuery, OrderReport, OrderRequest,
+    PluginError as GuestError, SignalAction, Threshold, Verdict,
 };
 use super::bindings::types::{BrokerError, KpiSnapshot, PluginInfo};
 use super::error::PluginError;
+use super::legacy;
 use super::registry::LoadedPlugin;
 use super::runtime::{CallTarget, PluginRuntime, Prepared};
 
@@ -21,6 +23,18 @@ pub const MAX_STATE_BYTES: usize = 64 * 1024;
 pub const MAX_SIGNALS_PER_SYMBOL: usize = 4;
 pub const MAX_ALARMS: usize = 64;
 const MAX_TEXT: usize = 2048;
+/// Longest id (order, trade, client order id) or symbol a broker may answer.
+const MAX_ID: usize = 128;
+/// Most items (orders, fills, balances, positions) one broker answer may list.
+pub const MAX_ITEMS: usize = 1000;
+
+/// A user's account at a broker: the call is made on the user's behalf (it reaches their store
+/// and runs alone among that broker's calls for them).
+#[derive(Clone)]
+pub struct BrokerAccount {
+    pub user_id: String,
+    pub credentials: Credentials,
+}
 
 /// The active version of a plugin, resolved at the start of a call: a swap while the call runs
 /// does not affect it (it finishes on the version it started with).
@@ -82,17 +96,29 @@ impl PluginRuntime {
                 })?;
                 from_info(info)
             }
+            Prepared::StrategyV0_1(pre) => {
+                let info = self.call(target, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?.call_describe(&mut *store)
+                })?;
+                from_info(legacy::plugin_info(info))
+            }
+            Prepared::RiskRuleV0_1(pre) => {
+                let info = self.call(target, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?.call_describe(&mut *store)
+                })?;
+                from_info(legacy::plugin_info(info))
+            }
             Prepared::Broker(pre) => {
                 let info: BrokerInfo = self.call(target, pre, |store, pre| {
                     pre.instantiate(&mut *store)?.call_describe(&mut *store)
                 })?;
-                Description {
-                    name: info.name,
-                    version: info.version,
-                    display_name: info.display_name,
-                    description: String::new(),
-                    capabilities: info.capabilities,
-                }
+                from_broker_info(info)
+            }
+            Prepared::BrokerV0_1(pre) => {
+                let info = self.call(target, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?.call_describe(&mut *store)
+                })?;
+                from_broker_info(legacy::broker_info(info))
             }
         };
         let too_long = [
@@ -114,16 +140,24 @@ impl PluginRuntime {
         active: &Active,
         ctx: &ScanContext,
     ) -> Result<Evaluation, PluginError> {
-        let Prepared::Strategy(pre) = &active.plugin.prepared else {
-            return Err(wrong_kind(active, PluginKind::Strategy));
-        };
         let target = &active.target;
-        let evaluation = self
-            .call(target, pre, |store, pre| {
+        let evaluation = match &active.plugin.prepared {
+            Prepared::Strategy(pre) => self.call(target, pre, |store, pre| {
                 pre.instantiate(&mut *store)?
                     .call_evaluate(&mut *store, ctx)
-            })?
-            .map_err(|err| guest(target, err))?;
+            })?,
+            Prepared::StrategyV0_1(pre) => {
+                let old = legacy::scan_context(ctx);
+                self.call(target, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?
+                        .call_evaluate(&mut *store, &old)
+                })?
+                .map(legacy::evaluation)
+                .map_err(legacy::plugin_error)
+            }
+            _ => return Err(wrong_kind(active, PluginKind::Strategy)),
+        }
+        .map_err(|err| guest(target, err))?;
         check_evaluation(ctx, &evaluation).map_err(|detail| contract(target, detail))?;
         Ok(evaluation)
     }
@@ -134,14 +168,21 @@ impl PluginRuntime {
         order: &ProposedOrder,
         ctx: &RiskContext,
     ) -> Result<Verdict, PluginError> {
-        let Prepared::RiskRule(pre) = &active.plugin.prepared else {
-            return Err(wrong_kind(active, PluginKind::RiskRule));
-        };
         let target = &active.target;
-        let verdict = self.call(target, pre, |store, pre| {
-            pre.instantiate(&mut *store)?
-                .call_check_order(&mut *store, order, ctx)
-        })?;
+        let verdict = match &active.plugin.prepared {
+            Prepared::RiskRule(pre) => self.call(target, pre, |store, pre| {
+                pre.instantiate(&mut *store)?
+                    .call_check_order(&mut *store, order, ctx)
+            })?,
+            Prepared::RiskRuleV0_1(pre) => {
+                let (order, ctx) = (legacy::proposed_order(order), legacy::risk_context(ctx));
+                legacy::verdict(self.call(target, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?
+                        .call_check_order(&mut *store, &order, &ctx)
+                })?)
+            }
+            _ => return Err(wrong_kind(active, PluginKind::RiskRule)),
+        };
         match &verdict {
             Verdict::Resize(size) if !(finite_positive(*size) && *size <= order.size_usd) => {
                 Err(contract(
@@ -165,14 +206,27 @@ impl PluginRuntime {
         kpi: &KpiSnapshot,
         thresholds: &[Threshold],
     ) -> Result<Vec<Alarm>, PluginError> {
-        let Prepared::RiskRule(pre) = &active.plugin.prepared else {
-            return Err(wrong_kind(active, PluginKind::RiskRule));
-        };
         let target = &active.target;
-        let alarms = self.call(target, pre, |store, pre| {
-            pre.instantiate(&mut *store)?
-                .call_evaluate_alarms(&mut *store, *kpi, thresholds)
-        })?;
+        let alarms = match &active.plugin.prepared {
+            Prepared::RiskRule(pre) => self.call(target, pre, |store, pre| {
+                pre.instantiate(&mut *store)?
+                    .call_evaluate_alarms(&mut *store, *kpi, thresholds)
+            })?,
+            Prepared::RiskRuleV0_1(pre) => {
+                let (kpi, thresholds) = (legacy::kpi(kpi), legacy::thresholds(thresholds));
+                self.call(target, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?.call_evaluate_alarms(
+                        &mut *store,
+                        kpi,
+                        &thresholds,
+                    )
+                })?
+                .into_iter()
+                .map(legacy::alarm)
+                .collect()
+            }
+            _ => return Err(wrong_kind(active, PluginKind::RiskRule)),
+        };
         if alarms.len() > MAX_ALARMS {
             return Err(contract(
                 target,
@@ -204,34 +258,118 @@ impl PluginRuntime {
         active: &Active,
         creds: &Credentials,
     ) -> Result<Result<AccountCheck, BrokerError>, PluginError> {
-        let Prepared::Broker(pre) = &active.plugin.prepared else {
-            return Err(wrong_kind(active, PluginKind::Broker));
+        let target = &active.target;
+        let result = match &active.plugin.prepared {
+            Prepared::Broker(pre) => self.call(target, pre, |store, pre| {
+                pre.instantiate(&mut *store)?
+                    .call_validate_credentials(&mut *store, creds)
+            })?,
+            Prepared::BrokerV0_1(pre) => {
+                let creds = legacy::credentials(creds);
+                self.call(target, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?
+                        .call_validate_credentials(&mut *store, &creds)
+                })?
+                .map(legacy::account_check)
+                .map_err(legacy::broker_error)
+            }
+            _ => return Err(wrong_kind(active, PluginKind::Broker)),
         };
-        self.call(&active.target, pre, |store, pre| {
-            pre.instantiate(&mut *store)?
-                .call_validate_credentials(&mut *store, creds)
-        })
+        if let Ok(check) = &result
+            && (check.permissions.len() > 64 || check.permissions.iter().any(|p| p.len() > MAX_ID))
+        {
+            return Err(contract(target, "oversized permissions"));
+        }
+        Ok(result.map_err(bounded_error))
     }
 
-    pub fn broker_balance(
+    /// Every asset the account holds.
+    pub fn broker_balances(
         &self,
         active: &Active,
-        creds: &Credentials,
-    ) -> Result<Result<Balance, BrokerError>, PluginError> {
-        let Prepared::Broker(pre) = &active.plugin.prepared else {
-            return Err(wrong_kind(active, PluginKind::Broker));
-        };
+        account: &BrokerAccount,
+    ) -> Result<Result<Vec<AssetBalance>, BrokerError>, PluginError> {
         let target = &active.target;
-        let result = self.call(target, pre, |store, pre| {
-            pre.instantiate(&mut *store)?
-                .call_balance(&mut *store, creds)
-        })?;
-        if let Ok(balance) = &result
-            && !(balance.cash.is_finite() && balance.equity.is_finite())
-        {
-            return Err(contract(target, "balance is not a finite number"));
+        let result = match &active.plugin.prepared {
+            Prepared::Broker(pre) => {
+                self.call_for(target, &account.user_id, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?
+                        .call_balances(&mut *store, &account.credentials)
+                })?
+            }
+            Prepared::BrokerV0_1(pre) => {
+                let creds = legacy::credentials(&account.credentials);
+                self.call_for(target, &account.user_id, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?
+                        .call_balance(&mut *store, &creds)
+                })?
+                .map(legacy::balances)
+                .map_err(legacy::broker_error)
+            }
+            _ => return Err(wrong_kind(active, PluginKind::Broker)),
+        };
+        if let Ok(balances) = &result {
+            check_balances(balances).map_err(|detail| contract(target, detail))?;
         }
-        Ok(result)
+        Ok(result.map_err(bounded_error))
+    }
+
+    /// What the venue holds for the account, per instrument.
+    pub fn broker_positions(
+        &self,
+        active: &Active,
+        account: &BrokerAccount,
+    ) -> Result<Result<Vec<BrokerPosition>, BrokerError>, PluginError> {
+        let target = &active.target;
+        let result = match &active.plugin.prepared {
+            Prepared::Broker(pre) => {
+                self.call_for(target, &account.user_id, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?
+                        .call_positions(&mut *store, &account.credentials)
+                })?
+            }
+            Prepared::BrokerV0_1(pre) => {
+                let creds = legacy::credentials(&account.credentials);
+                self.call_for(target, &account.user_id, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?
+                        .call_positions(&mut *store, &creds)
+                })?
+                .map(legacy::positions)
+                .map_err(legacy::broker_error)
+            }
+            _ => return Err(wrong_kind(active, PluginKind::Broker)),
+        };
+        if let Ok(positions) = &result {
+            check_positions(positions).map_err(|detail| contract(target, detail))?;
+        }
+        Ok(result.map_err(bounded_error))
+    }
+
+    /// The trading rules of `symbol`.
+    pub fn broker_instrument(
+        &self,
+        active: &Active,
+        account: &BrokerAccount,
+        symbol: &str,
+    ) -> Result<Result<Instrument, BrokerError>, PluginError> {
+        let target = &active.target;
+        let result = match &active.plugin.prepared {
+            Prepared::Broker(pre) => {
+                self.call_for(target, &account.user_id, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?.call_instrument(
+                        &mut *store,
+                        &account.credentials,
+                        symbol,
+                    )
+                })?
+            }
+            Prepared::BrokerV0_1(_) => Err(legacy::unsupported("instrument")),
+            _ => return Err(wrong_kind(active, PluginKind::Broker)),
+        };
+        if let Ok(instrument) = &result {
+            check_instrument(instrument, symbol).map_err(|detail| contract(target, detail))?;
+        }
+        Ok(result.map_err(bounded_error))
     }
 
     pub fn broker_candles(
@@ -242,52 +380,215 @@ impl PluginRuntime {
         limit: u32,
         end_ms: i64,
     ) -> Result<Result<Vec<Candle>, BrokerError>, PluginError> {
-        let Prepared::Broker(pre) = &active.plugin.prepared else {
-            return Err(wrong_kind(active, PluginKind::Broker));
-        };
         let target = &active.target;
-        let result = self.call(target, pre, |store, pre| {
-            pre.instantiate(&mut *store)?
-                .call_candles(&mut *store, symbol, interval, limit, end_ms)
-        })?;
+        let result = match &active.plugin.prepared {
+            Prepared::Broker(pre) => self.call(target, pre, |store, pre| {
+                pre.instantiate(&mut *store)?.call_candles(
+                    &mut *store,
+                    symbol,
+                    interval,
+                    limit,
+                    end_ms,
+                )
+            })?,
+            Prepared::BrokerV0_1(pre) => self
+                .call(target, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?.call_candles(
+                        &mut *store,
+                        symbol,
+                        interval,
+                        limit,
+                        end_ms,
+                    )
+                })?
+                .map(legacy::candles_back)
+                .map_err(legacy::broker_error),
+            _ => return Err(wrong_kind(active, PluginKind::Broker)),
+        };
         if let Ok(candles) = &result {
             check_candles(candles, limit, end_ms).map_err(|detail| contract(target, detail))?;
         }
-        Ok(result)
+        Ok(result.map_err(bounded_error))
     }
 
+    /// Places an order; the venue's report of it (a 0.1.0 broker's fill as a filled order).
     pub fn broker_place_order(
         &self,
         active: &Active,
-        creds: &Credentials,
+        account: &BrokerAccount,
         order: &OrderRequest,
-    ) -> Result<Result<Fill, BrokerError>, PluginError> {
-        let Prepared::Broker(pre) = &active.plugin.prepared else {
-            return Err(wrong_kind(active, PluginKind::Broker));
-        };
+    ) -> Result<Result<OrderReport, BrokerError>, PluginError> {
         let target = &active.target;
-        let result = self.call(target, pre, |store, pre| {
-            pre.instantiate(&mut *store)?
-                .call_place_order(&mut *store, creds, order)
-        })?;
-        if let Ok(fill) = &result {
-            let consistent = fill.client_order_id == order.client_order_id
-                && fill.symbol == order.symbol
-                && fill.side == order.side
-                && finite_positive(fill.quantity)
-                && fill.quantity <= order.quantity * (1.0 + 1e-9)
-                && finite_positive(fill.price)
-                && fill.fee.is_finite()
-                && fill.fee >= 0.0
-                && !fill.order_id.is_empty();
-            if !consistent {
-                return Err(contract(
-                    target,
-                    format!("fill does not match order {}", order.client_order_id),
-                ));
+        let result = match &active.plugin.prepared {
+            Prepared::Broker(pre) => {
+                self.call_for(target, &account.user_id, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?.call_place_order(
+                        &mut *store,
+                        &account.credentials,
+                        order,
+                    )
+                })?
+            }
+            Prepared::BrokerV0_1(pre) => {
+                let creds = legacy::credentials(&account.credentials);
+                let Some(old) = legacy::order_request(order) else {
+                    return Ok(Err(BrokerError::Invalid(
+                        "the order's numbers do not fit the 0.1.0 interface".into(),
+                    )));
+                };
+                self.call_for(target, &account.user_id, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?
+                        .call_place_order(&mut *store, &creds, &old)
+                })?
+                .map(|fill| legacy::filled_report(order, fill))
+                .map_err(legacy::broker_error)
+            }
+            _ => return Err(wrong_kind(active, PluginKind::Broker)),
+        };
+        if let Ok(report) = &result {
+            check_report(report, Some(order)).map_err(|detail| contract(target, detail))?;
+        }
+        Ok(result.map_err(bounded_error))
+    }
+
+    /// The venue's current report of one order.
+    pub fn broker_get_order(
+        &self,
+        active: &Active,
+        account: &BrokerAccount,
+        query: &OrderQuery,
+    ) -> Result<Result<OrderReport, BrokerError>, PluginError> {
+        let target = &active.target;
+        let result = match &active.plugin.prepared {
+            Prepared::Broker(pre) => {
+                self.call_for(target, &account.user_id, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?.call_get_order(
+                        &mut *store,
+                        &account.credentials,
+                        query,
+                    )
+                })?
+            }
+            Prepared::BrokerV0_1(_) => Err(legacy::unsupported("get-order")),
+            _ => return Err(wrong_kind(active, PluginKind::Broker)),
+        };
+        if let Ok(report) = &result {
+            check_report(report, None).map_err(|detail| contract(target, detail))?;
+            let named = query
+                .client_order_id
+                .as_ref()
+                .is_none_or(|id| *id == report.client_order_id)
+                && query
+                    .order_id
+                    .as_ref()
+                    .is_none_or(|id| *id == report.order_id)
+                && report.symbol == query.symbol;
+            if !named {
+                return Err(contract(target, "get-order answered a different order"));
             }
         }
-        Ok(result)
+        Ok(result.map_err(bounded_error))
+    }
+
+    /// Orders still working at the venue.
+    pub fn broker_open_orders(
+        &self,
+        active: &Active,
+        account: &BrokerAccount,
+        symbol: Option<&str>,
+    ) -> Result<Result<Vec<OrderReport>, BrokerError>, PluginError> {
+        let target = &active.target;
+        let symbol = symbol.map(str::to_string);
+        let result = match &active.plugin.prepared {
+            Prepared::Broker(pre) => {
+                self.call_for(target, &account.user_id, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?.call_open_orders(
+                        &mut *store,
+                        &account.credentials,
+                        symbol.as_deref(),
+                    )
+                })?
+            }
+            Prepared::BrokerV0_1(_) => Err(legacy::unsupported("open-orders")),
+            _ => return Err(wrong_kind(active, PluginKind::Broker)),
+        };
+        if let Ok(reports) = &result {
+            if reports.len() > MAX_ITEMS {
+                return Err(contract(
+                    target,
+                    format!("{} open orders listed", reports.len()),
+                ));
+            }
+            for report in reports {
+                check_report(report, None).map_err(|detail| contract(target, detail))?;
+            }
+        }
+        Ok(result.map_err(bounded_error))
+    }
+
+    /// Fills at or after `since_ms`, oldest first.
+    pub fn broker_fills_since(
+        &self,
+        active: &Active,
+        account: &BrokerAccount,
+        since_ms: i64,
+        symbol: Option<&str>,
+    ) -> Result<Result<Vec<Fill>, BrokerError>, PluginError> {
+        let target = &active.target;
+        let symbol = symbol.map(str::to_string);
+        let result = match &active.plugin.prepared {
+            Prepared::Broker(pre) => {
+                self.call_for(target, &account.user_id, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?.call_fills_since(
+                        &mut *store,
+                        &account.credentials,
+                        since_ms,
+                        symbol.as_deref(),
+                    )
+                })?
+            }
+            Prepared::BrokerV0_1(_) => Err(legacy::unsupported("fills-since")),
+            _ => return Err(wrong_kind(active, PluginKind::Broker)),
+        };
+        if let Ok(fills) = &result {
+            if fills.len() > MAX_ITEMS * 2 {
+                return Err(contract(target, format!("{} fills listed", fills.len())));
+            }
+            for fill in fills {
+                check_fill(fill).map_err(|detail| contract(target, detail))?;
+                if fill.timestamp_ms < since_ms {
+                    return Err(contract(target, "a fill from before the cursor"));
+                }
+            }
+        }
+        Ok(result.map_err(bounded_error))
+    }
+
+    /// Cancels a working order.
+    pub fn broker_cancel_order(
+        &self,
+        active: &Active,
+        account: &BrokerAccount,
+        query: &OrderQuery,
+    ) -> Result<Result<OrderReport, BrokerError>, PluginError> {
+        let target = &active.target;
+        let result = match &active.plugin.prepared {
+            Prepared::Broker(pre) => {
+                self.call_for(target, &account.user_id, pre, |store, pre| {
+                    pre.instantiate(&mut *store)?.call_cancel_order(
+                        &mut *store,
+                        &account.credentials,
+                        query,
+                    )
+                })?
+            }
+            Prepared::BrokerV0_1(_) => Err(legacy::unsupported("cancel-order")),
+            _ => return Err(wrong_kind(active, PluginKind::Broker)),
+        };
+        if let Ok(report) = &result {
+            check_report(report, None).map_err(|detail| contract(target, detail))?;
+        }
+        Ok(result.map_err(bounded_error))
     }
 }
 
@@ -295,6 +596,16 @@ fn wrong_kind(active: &Active, expected: PluginKind) -> PluginError {
     PluginError::NotFound {
         kind: expected.as_str(),
         name: active.target.name.to_string(),
+    }
+}
+
+fn from_broker_info(info: BrokerInfo) -> Description {
+    Description {
+        name: info.name,
+        version: info.version,
+        display_name: info.display_name,
+        description: String::new(),
+        capabilities: info.capabilities,
     }
 }
 
@@ -412,4 +723,252 @@ pub fn check_candles(candles: &[Candle], limit: u32, end_ms: i64) -> Result<(), 
         previous = candle.timestamp_ms;
     }
     Ok(())
+}
+
+/// A broker's error with its text cut to a sane length.
+fn bounded_error(err: BrokerError) -> BrokerError {
+    let cut = |text: String| text.chars().take(MAX_TEXT).collect::<String>();
+    match err {
+        BrokerError::Auth(m) => BrokerError::Auth(cut(m)),
+        BrokerError::Rejected(m) => BrokerError::Rejected(cut(m)),
+        BrokerError::InsufficientFunds(m) => BrokerError::InsufficientFunds(cut(m)),
+        BrokerError::Invalid(m) => BrokerError::Invalid(cut(m)),
+        BrokerError::Unsupported(m) => BrokerError::Unsupported(cut(m)),
+        BrokerError::NotFound(m) => BrokerError::NotFound(cut(m)),
+        BrokerError::RateLimited(ms) => BrokerError::RateLimited(ms),
+        BrokerError::Timeout(m) => BrokerError::Timeout(cut(m)),
+        BrokerError::Unavailable(m) => BrokerError::Unavailable(cut(m)),
+    }
+}
+
+fn id_ok(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_ID
+}
+
+/// The largest magnitude a broker's price, quantity or money figure may have: far beyond any
+/// real one, and small enough that products of two stay exact (no overflow in the books).
+const MAX_MAGNITUDE: rust_decimal::Decimal =
+    rust_decimal::Decimal::from_parts(0xD4A5_1000, 0xE8, 0, false, 0);
+
+fn bounded(field: &str, text: &str) -> Result<rust_decimal::Decimal, String> {
+    let value = super::decimal::parse(text).map_err(|err| format!("{field}: {err}"))?;
+    if value.abs() > MAX_MAGNITUDE {
+        return Err(format!("{field} {value} is out of range"));
+    }
+    Ok(value)
+}
+
+fn positive(field: &str, text: &str) -> Result<rust_decimal::Decimal, String> {
+    let value = bounded(field, text)?;
+    if value <= rust_decimal::Decimal::ZERO {
+        return Err(format!("{field} {value} is not positive"));
+    }
+    Ok(value)
+}
+
+fn not_negative(field: &str, text: &str) -> Result<rust_decimal::Decimal, String> {
+    let value = bounded(field, text)?;
+    if value < rust_decimal::Decimal::ZERO {
+        return Err(format!("{field} {value} is negative"));
+    }
+    Ok(value)
+}
+
+/// One execution: ids, a positive quantity and price, a fee no larger than what was traded.
+pub fn check_fill(fill: &Fill) -> Result<(), String> {
+    if !(id_ok(&fill.trade_id)
+        && id_ok(&fill.order_id)
+        && id_ok(&fill.client_order_id)
+        && id_ok(&fill.symbol))
+    {
+        return Err("a fill without its ids".into());
+    }
+    let quantity = positive("fill quantity", &fill.quantity)?;
+    let price = positive("fill price", &fill.price)?;
+    let fee = bounded("fill fee", &fill.fee)?;
+    if fee.abs() > quantity * price {
+        return Err(format!("fill fee {fee} exceeds what was traded"));
+    }
+    Ok(())
+}
+
+/// An order report: ids, sane numbers, fills of this order that add up to no more than it, and
+/// (for a placed order) the order that was asked for.
+pub fn check_report(report: &OrderReport, request: Option<&OrderRequest>) -> Result<(), String> {
+    if !(id_ok(&report.order_id) && id_ok(&report.client_order_id) && id_ok(&report.symbol)) {
+        return Err("an order report without its ids".into());
+    }
+    if report.reason.as_ref().is_some_and(|r| r.len() > MAX_TEXT) || report.fills.len() > MAX_ITEMS
+    {
+        return Err("an oversized order report".into());
+    }
+    let quantity = positive("order quantity", &report.quantity)?;
+    let filled = not_negative("filled quantity", &report.filled_quantity)?;
+    if filled > quantity {
+        return Err(format!("{filled} filled of an order for {quantity}"));
+    }
+    for fill in &report.fills {
+        check_fill(fill)?;
+        if fill.client_order_id != report.client_order_id
+            || fill.symbol != report.symbol
+            || fill.side != report.side
+        {
+            return Err("a fill of another order in the report".into());
+        }
+    }
+    if let Some(request) = request {
+        let asked = report.client_order_id == request.client_order_id
+            && report.symbol == request.symbol
+            && report.side == request.side
+            && super::decimal::parse(&request.quantity).is_ok_and(|q| q == quantity);
+        if !asked {
+            return Err(format!(
+                "the report does not match order {}",
+                request.client_order_id
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_balances(balances: &[AssetBalance]) -> Result<(), String> {
+    if balances.len() > MAX_ITEMS {
+        return Err(format!("{} balances listed", balances.len()));
+    }
+    for balance in balances {
+        if !id_ok(&balance.asset) {
+            return Err("a balance without its asset".into());
+        }
+        bounded("balance", &balance.free)?;
+        not_negative("locked balance", &balance.locked)?;
+    }
+    Ok(())
+}
+
+fn check_positions(positions: &[BrokerPosition]) -> Result<(), String> {
+    if positions.len() > MAX_ITEMS {
+        return Err(format!("{} positions listed", positions.len()));
+    }
+    for position in positions {
+        if !id_ok(&position.symbol) {
+            return Err("a position without its symbol".into());
+        }
+        not_negative("position quantity", &position.quantity)?;
+        if let Some(price) = &position.entry_price {
+            not_negative("entry price", price)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_instrument(instrument: &Instrument, symbol: &str) -> Result<(), String> {
+    if instrument.symbol != symbol {
+        return Err(format!(
+            "asked for {symbol}, answered {}",
+            instrument.symbol
+        ));
+    }
+    if !(id_ok(&instrument.base_asset) && id_ok(&instrument.quote_asset)) {
+        return Err("an instrument without its assets".into());
+    }
+    positive("tick size", &instrument.tick_size)?;
+    positive("lot size", &instrument.lot_size)?;
+    not_negative("minimum quantity", &instrument.min_quantity)?;
+    not_negative("minimum notional", &instrument.min_notional)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::bindings::types::{OrderSide, OrderStatus};
+
+    fn fill(quantity: &str, price: &str, fee: &str) -> Fill {
+        Fill {
+            trade_id: "t1".into(),
+            order_id: "o1".into(),
+            client_order_id: "c1".into(),
+            symbol: "BTC-USD".into(),
+            side: OrderSide::Buy,
+            quantity: quantity.into(),
+            price: price.into(),
+            fee: fee.into(),
+            timestamp_ms: 1,
+        }
+    }
+
+    #[test]
+    fn fills_must_be_sane_numbers() {
+        assert_eq!(
+            MAX_MAGNITUDE,
+            rust_decimal::Decimal::from(1_000_000_000_000i64)
+        );
+        assert!(check_fill(&fill("0.5", "60000", "30")).is_ok());
+        assert!(check_fill(&fill("0.5", "60000", "-3")).is_ok(), "a rebate");
+        for (quantity, price, fee) in [
+            ("0", "60000", "0"),
+            ("-1", "60000", "0"),
+            ("0.5", "0", "0"),
+            ("0.5", "1e5", "0"),
+            ("NaN", "60000", "0"),
+            ("0.5", "60000", "40000"),
+            ("1000000000001", "1", "0"),
+            ("1", "99999999999999999999999999", "0"),
+            ("1", "1", "-99999999999999999999999999"),
+        ] {
+            assert!(
+                check_fill(&fill(quantity, price, fee)).is_err(),
+                "{quantity} {price} {fee}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_report_must_be_of_the_order_asked_for() {
+        let order = OrderRequest {
+            client_order_id: "c1".into(),
+            symbol: "BTC-USD".into(),
+            side: OrderSide::Buy,
+            quantity: "0.5".into(),
+            kind: crate::plugins::bindings::types::OrderKind::Market,
+            limit_price: None,
+            reduce_only: false,
+        };
+        let report = OrderReport {
+            order_id: "o1".into(),
+            client_order_id: "c1".into(),
+            symbol: "BTC-USD".into(),
+            side: OrderSide::Buy,
+            status: OrderStatus::Filled,
+            quantity: "0.5".into(),
+            filled_quantity: "0.5".into(),
+            fills: vec![fill("0.5", "60000", "30")],
+            reason: None,
+            updated_at_ms: 1,
+        };
+        assert!(check_report(&report, Some(&order)).is_ok());
+        let other = OrderReport {
+            client_order_id: "c2".into(),
+            ..report.clone()
+        };
+        assert!(check_report(&other, Some(&order)).is_err());
+        let overfilled = OrderReport {
+            filled_quantity: "0.6".into(),
+            ..report.clone()
+        };
+        assert!(check_report(&overfilled, None).is_err());
+        let foreign_fill = OrderReport {
+            fills: vec![Fill {
+                client_order_id: "c9".into(),
+                ..fill("0.5", "1", "0")
+            }],
+            ..report.clone()
+        };
+        assert!(check_report(&foreign_fill, None).is_err());
+        let bigger = OrderRequest {
+            quantity: "0.7".into(),
+            ..order
+        };
+        assert!(check_report(&report, Some(&bigger)).is_err());
+    }
 }

@@ -1,20 +1,25 @@
 //! WebAssembly plugins: strategies, risk rules and brokers, sandboxed in wasmtime.
 //!
-//! - `bindings`: host bindings of the WIT worlds in `wit/`;
+//! - `bindings`: host bindings of the WIT worlds in `wit/` (the current package and 0.1.0);
 //! - `runtime`: one Engine, a Linker per world, a fresh Store per call with limits;
-//! - `state`: what a call's Store holds, and the host capabilities (log, time, config, http);
-//! - `calls`: typed calls per world, every answer checked against the contract;
+//! - `state`: what a call's Store holds, and the host capabilities (log, time, config, http,
+//!   store); `storage`: where broker plugins' stores live;
+//! - `calls`: typed calls per world, every answer checked against the contract; `legacy`:
+//!   the adapter that lets 0.1.0 components answer them; `decimal`: the interface's numbers;
 //! - `registry`: loaded versions, activation, rollback, configuration, persistence;
 //! - `manifest`: `plugin.toml`; `builtin`: the plugins compiled into the binary.
 
 pub mod bindings;
 pub mod builtin;
 pub mod calls;
+pub mod decimal;
 pub mod error;
+pub mod legacy;
 pub mod manifest;
 pub mod registry;
 pub mod runtime;
 pub mod state;
+pub mod storage;
 
 use serde::{Deserialize, Serialize};
 
@@ -57,10 +62,11 @@ pub async fn load(
     config: &crate::config::AppConfig,
     db: Option<crate::store::Db>,
 ) -> anyhow::Result<Registry> {
-    let runtime = std::sync::Arc::new(PluginRuntime::new(
-        Some(&config.plugin_cache_dir),
-        config.plugin_limits,
-    )?);
+    let mut runtime = PluginRuntime::new(Some(&config.plugin_cache_dir), config.plugin_limits)?;
+    if let Some(db) = &db {
+        runtime = runtime.with_storage(std::sync::Arc::new(storage::DbStorage::new(db.clone())));
+    }
+    let runtime = std::sync::Arc::new(runtime);
     let registry = Registry::new(runtime, db, Some(config.data_dir.join("plugins")));
     for builtin in builtin::BUILTINS {
         registry

@@ -66,6 +66,9 @@ pub struct PluginSummary {
     pub config: BTreeMap<String, String>,
     pub config_schema: BTreeMap<String, ConfigField>,
     pub allowed_hosts: Vec<String>,
+    /// The `tradehost:plugin` package version the active version was built against (0.1.0
+    /// components run through an adapter).
+    pub interface_version: &'static str,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -453,9 +456,15 @@ impl Registry {
                 .lock()
                 .ok()
                 .and_then(|v| v.get(&settings.active_version).cloned());
-            let Some(plugin) = plugin else {
-                tracing::error!(plugin = %settings.name, version = %settings.active_version, "the active version is not loaded; keeping the default");
-                continue;
+            let plugin = match plugin {
+                Some(plugin) => plugin,
+                None => {
+                    // A built-in whose version moved with an upgrade: its configuration carries over.
+                    let current = slot.active.load_full().plugin.clone();
+                    tracing::warn!(plugin = %settings.name, saved = %settings.active_version,
+                        active = %current.manifest.version, "the saved active version is not loaded; keeping the default version with the saved configuration");
+                    current
+                }
             };
             match plugin.manifest.resolve_config(&values) {
                 Ok(config) => {
@@ -511,6 +520,7 @@ impl Registry {
                     config: (*active.target.config).clone(),
                     config_schema: manifest.config.clone(),
                     allowed_hosts: manifest.allowed_hosts.clone(),
+                    interface_version: active.plugin.prepared.interface_version(),
                 }
             })
             .collect()

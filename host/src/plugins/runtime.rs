@@ -18,8 +18,10 @@ use super::PluginKind;
 use super::bindings::broker::{Broker, BrokerPre};
 use super::bindings::risk_rule::{RiskRule, RiskRulePre};
 use super::bindings::strategy::{Strategy, StrategyPre};
+use super::bindings::{CURRENT_VERSION, LEGACY_VERSION, v0_1};
 use super::error::PluginError;
 use super::state::PluginState;
+use super::storage::{MemoryStorage, PluginStorage, ScopeLocks, StoreAccess};
 
 /// Limits applied to every call.
 #[derive(Debug, Clone, Copy)]
@@ -47,20 +49,32 @@ const MAX_CONCURRENT_INSTANCES: u32 = 256;
 /// How often the epoch advances; the deadline is counted in these ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(5);
 
-/// A component checked against its world and ready to instantiate.
+/// A component checked against its world and ready to instantiate: built against the current
+/// package, or against 0.1.0 (whose calls `legacy.rs` adapts).
 #[derive(Clone)]
 pub enum Prepared {
     Strategy(StrategyPre<PluginState>),
     RiskRule(RiskRulePre<PluginState>),
     Broker(BrokerPre<PluginState>),
+    StrategyV0_1(v0_1::strategy::StrategyPre<PluginState>),
+    RiskRuleV0_1(v0_1::risk_rule::RiskRulePre<PluginState>),
+    BrokerV0_1(v0_1::broker::BrokerPre<PluginState>),
 }
 
 impl Prepared {
     pub fn kind(&self) -> PluginKind {
         match self {
-            Prepared::Strategy(_) => PluginKind::Strategy,
-            Prepared::RiskRule(_) => PluginKind::RiskRule,
-            Prepared::Broker(_) => PluginKind::Broker,
+            Prepared::Strategy(_) | Prepared::StrategyV0_1(_) => PluginKind::Strategy,
+            Prepared::RiskRule(_) | Prepared::RiskRuleV0_1(_) => PluginKind::RiskRule,
+            Prepared::Broker(_) | Prepared::BrokerV0_1(_) => PluginKind::Broker,
+        }
+    }
+
+    /// The version of the `tradehost:plugin` package the component was built against.
+    pub fn interface_version(&self) -> &'static str {
+        match self {
+            Prepared::Strategy(_) | Prepared::RiskRule(_) | Prepared::Broker(_) => CURRENT_VERSION,
+            _ => LEGACY_VERSION,
         }
     }
 }
@@ -80,10 +94,14 @@ pub struct PluginRuntime {
     broker_linker: Linker<PluginState>,
     limits: Limits,
     ticker_stop: Arc<AtomicBool>,
+    /// Where broker plugins' stores live.
+    storage: Arc<dyn PluginStorage>,
+    scope_locks: ScopeLocks,
 }
 
 impl PluginRuntime {
     /// `cache_dir`: where compiled artifacts are kept, keyed by engine settings and module hash.
+    /// Broker stores are kept in memory; [`PluginRuntime::with_storage`] puts them elsewhere.
     pub fn new(cache_dir: Option<&Path>, limits: Limits) -> anyhow::Result<Self> {
         let mut config = Config::new();
         config.wasm_component_model(true);
@@ -110,15 +128,21 @@ impl PluginRuntime {
         }
         let engine = Engine::new(&config)?;
 
+        // Each world's linker serves the imports of both package versions.
         let mut strategy_linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut strategy_linker)?;
         Strategy::add_to_linker::<_, HasSelf<_>>(&mut strategy_linker, |state| state)?;
+        v0_1::strategy::Strategy::add_to_linker::<_, HasSelf<_>>(&mut strategy_linker, |state| {
+            state
+        })?;
         let mut risk_linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut risk_linker)?;
         RiskRule::add_to_linker::<_, HasSelf<_>>(&mut risk_linker, |state| state)?;
+        v0_1::risk_rule::RiskRule::add_to_linker::<_, HasSelf<_>>(&mut risk_linker, |state| state)?;
         let mut broker_linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut broker_linker)?;
         Broker::add_to_linker::<_, HasSelf<_>>(&mut broker_linker, |state| state)?;
+        v0_1::broker::Broker::add_to_linker::<_, HasSelf<_>>(&mut broker_linker, |state| state)?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let ticker_engine = engine.clone();
@@ -139,7 +163,15 @@ impl PluginRuntime {
             broker_linker,
             limits,
             ticker_stop,
+            storage: Arc::new(MemoryStorage::default()),
+            scope_locks: ScopeLocks::default(),
         })
+    }
+
+    /// Keeps broker plugins' stores in `storage` (the server's database).
+    pub fn with_storage(mut self, storage: Arc<dyn PluginStorage>) -> Self {
+        self.storage = storage;
+        self
     }
 
     pub fn limits(&self) -> Limits {
@@ -162,37 +194,48 @@ impl PluginRuntime {
         let check = |err: wasmtime::Error| {
             PluginError::Load(format!("does not fit the {} world: {err:#}", kind.as_str()))
         };
-        Ok(match kind {
-            PluginKind::Strategy => Prepared::Strategy(
-                StrategyPre::new(
-                    self.strategy_linker
-                        .instantiate_pre(component)
-                        .map_err(check)?,
-                )
-                .map_err(check)?,
-            ),
-            PluginKind::RiskRule => Prepared::RiskRule(
-                RiskRulePre::new(self.risk_linker.instantiate_pre(component).map_err(check)?)
-                    .map_err(check)?,
-            ),
-            PluginKind::Broker => Prepared::Broker(
-                BrokerPre::new(
-                    self.broker_linker
-                        .instantiate_pre(component)
-                        .map_err(check)?,
-                )
-                .map_err(check)?,
-            ),
-        })
+        let instance = match kind {
+            PluginKind::Strategy => self.strategy_linker.instantiate_pre(component),
+            PluginKind::RiskRule => self.risk_linker.instantiate_pre(component),
+            PluginKind::Broker => self.broker_linker.instantiate_pre(component),
+        }
+        .map_err(check)?;
+        // The current package first; a component built against 0.1.0 fits its world instead.
+        let current = match kind {
+            PluginKind::Strategy => StrategyPre::new(instance.clone()).map(Prepared::Strategy),
+            PluginKind::RiskRule => RiskRulePre::new(instance.clone()).map(Prepared::RiskRule),
+            PluginKind::Broker => BrokerPre::new(instance.clone()).map(Prepared::Broker),
+        };
+        let err = match current {
+            Ok(prepared) => return Ok(prepared),
+            Err(err) => err,
+        };
+        let legacy = match kind {
+            PluginKind::Strategy => {
+                v0_1::strategy::StrategyPre::new(instance).map(Prepared::StrategyV0_1)
+            }
+            PluginKind::RiskRule => {
+                v0_1::risk_rule::RiskRulePre::new(instance).map(Prepared::RiskRuleV0_1)
+            }
+            PluginKind::Broker => v0_1::broker::BrokerPre::new(instance).map(Prepared::BrokerV0_1),
+        };
+        legacy.map_err(|_| check(err))
     }
 
-    /// A fresh store for one call, with the limits armed.
-    pub fn store(&self, target: &CallTarget) -> Store<PluginState> {
+    /// A fresh store for one call, with the limits armed; `scope` gives the call the store of
+    /// that user (broker calls made on a user's behalf).
+    pub fn store(&self, target: &CallTarget, scope: Option<&str>) -> Store<PluginState> {
+        let access = scope.map(|scope| StoreAccess {
+            backend: self.storage.clone(),
+            plugin: target.name.clone(),
+            scope: scope.to_string(),
+        });
         let state = PluginState::new(
             target.name.clone(),
             target.config.clone(),
             target.allowed_hosts.clone(),
             self.limits.memory_bytes,
+            access,
         );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| state as &mut dyn wasmtime::ResourceLimiter);
@@ -211,7 +254,22 @@ impl PluginRuntime {
         pre: &P,
         call: impl FnOnce(&mut Store<PluginState>, &P) -> wasmtime::Result<T>,
     ) -> Result<T, PluginError> {
-        let mut store = self.store(target);
+        let mut store = self.store(target, None);
+        call(&mut store, pre).map_err(|err| self.classify(target, &store, err))
+    }
+
+    /// As [`PluginRuntime::call`], on behalf of user `scope`: the call reaches that user's store
+    /// and runs alone among the plugin's calls for the user.
+    pub fn call_for<P, T>(
+        &self,
+        target: &CallTarget,
+        scope: &str,
+        pre: &P,
+        call: impl FnOnce(&mut Store<PluginState>, &P) -> wasmtime::Result<T>,
+    ) -> Result<T, PluginError> {
+        let lock = self.scope_locks.lock(&target.name, scope);
+        let _serialised = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut store = self.store(target, Some(scope));
         call(&mut store, pre).map_err(|err| self.classify(target, &store, err))
     }
 

@@ -12,8 +12,10 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::LogLevel;
-use super::bindings::broker::tradehost::plugin::http;
+use super::bindings::broker::tradehost::plugin::{http, store};
 use super::bindings::strategy::tradehost::plugin::host;
+use super::bindings::v0_1;
+use super::storage::{self, StoreAccess};
 
 /// Log lines a plugin may write per call; more are dropped (a plugin cannot flood the log).
 const LOG_LINES_PER_CALL: u32 = 32;
@@ -32,6 +34,8 @@ pub struct PluginState {
     /// Set when the guest asked for more memory than its limit (tells an OOM trap apart).
     pub memory_exceeded: bool,
     log_budget: u32,
+    /// The user's store of a broker call made on their behalf.
+    store: Option<StoreAccess>,
 }
 
 impl PluginState {
@@ -40,6 +44,7 @@ impl PluginState {
         config: Arc<BTreeMap<String, String>>,
         allowed_hosts: Arc<[String]>,
         memory_limit: usize,
+        store: Option<StoreAccess>,
     ) -> Self {
         let stdio = LogPipe {
             plugin: plugin.clone(),
@@ -61,6 +66,7 @@ impl PluginState {
             memory_limit,
             memory_exceeded: false,
             log_budget: LOG_LINES_PER_CALL,
+            store,
         }
     }
 
@@ -132,8 +138,148 @@ impl super::bindings::types::Host for PluginState {}
 
 impl http::Host for PluginState {
     fn send(&mut self, req: http::Request) -> Result<http::Response, http::HttpError> {
-        let host = host_of(&req.url)
-            .ok_or_else(|| http::HttpError::Failed(format!("not an http(s) URL: {}", req.url)))?;
+        self.check_host(&req.url)?;
+        send_http(req)
+    }
+}
+
+impl store::Host for PluginState {
+    fn get(&mut self, key: String) -> Option<String> {
+        let access = self.store.as_ref()?;
+        if !storage::valid_key(&key) {
+            return None;
+        }
+        match access.backend.get(&access.plugin, &access.scope, &key) {
+            Ok(value) => value,
+            Err(err) => {
+                tracing::warn!(plugin = &*self.plugin, error = %err, "plugin store read failed");
+                None
+            }
+        }
+    }
+
+    fn write(&mut self, changes: Vec<(String, Option<String>)>) -> Result<(), String> {
+        let Some(access) = &self.store else {
+            return Err("this call has no store (it is not made for a user)".into());
+        };
+        storage::check_changes(&changes)?;
+        access
+            .backend
+            .write(&access.plugin, &access.scope, &changes)
+    }
+
+    fn scan(
+        &mut self,
+        prefix: String,
+        start_after: Option<String>,
+        limit: u32,
+    ) -> Vec<store::Entry> {
+        let Some(access) = &self.store else {
+            return Vec::new();
+        };
+        if prefix.len() > storage::MAX_KEY_BYTES
+            || !prefix.bytes().all(|b| (0x20..0x7f).contains(&b))
+        {
+            return Vec::new();
+        }
+        match access.backend.scan(
+            &access.plugin,
+            &access.scope,
+            &prefix,
+            start_after.as_deref(),
+            limit.min(storage::MAX_SCAN),
+        ) {
+            Ok(entries) => entries
+                .into_iter()
+                .map(|(key, value)| store::Entry { key, value })
+                .collect(),
+            Err(err) => {
+                tracing::warn!(plugin = &*self.plugin, error = %err, "plugin store scan failed");
+                Vec::new()
+            }
+        }
+    }
+}
+
+// The 0.1.0 package's imports: the same capabilities under the old names.
+
+impl v0_1::strategy::tradehost::plugin::host::Host for PluginState {
+    fn log(&mut self, level: v0_1::strategy::tradehost::plugin::host::LogLevel, message: String) {
+        use v0_1::strategy::tradehost::plugin::host::LogLevel as Old;
+        let level = match level {
+            Old::Trace => LogLevel::Trace,
+            Old::Debug => LogLevel::Debug,
+            Old::Info => LogLevel::Info,
+            Old::Warn => LogLevel::Warn,
+            Old::Error => LogLevel::Error,
+        };
+        self.log_line(level, &message);
+    }
+
+    fn now_ms(&mut self) -> i64 {
+        chrono::Utc::now().timestamp_millis()
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        self.config.get(&key).cloned()
+    }
+}
+
+impl v0_1::types::Host for PluginState {}
+
+impl v0_1::broker::tradehost::plugin::http::Host for PluginState {
+    fn send(
+        &mut self,
+        req: v0_1::broker::tradehost::plugin::http::Request,
+    ) -> Result<
+        v0_1::broker::tradehost::plugin::http::Response,
+        v0_1::broker::tradehost::plugin::http::HttpError,
+    > {
+        use v0_1::broker::tradehost::plugin::http as old;
+        let request = http::Request {
+            method: req.method,
+            url: req.url,
+            headers: req
+                .headers
+                .into_iter()
+                .map(|h| http::Header {
+                    name: h.name,
+                    value: h.value,
+                })
+                .collect(),
+            body: req.body,
+            timeout_ms: req.timeout_ms,
+        };
+        let answer = self
+            .check_host(&request.url)
+            .and_then(|()| send_http(request));
+        match answer {
+            Ok(response) => Ok(old::Response {
+                status: response.status,
+                headers: response
+                    .headers
+                    .into_iter()
+                    .map(|h| old::Header {
+                        name: h.name,
+                        value: h.value,
+                    })
+                    .collect(),
+                body: response.body,
+            }),
+            Err(http::HttpError::Forbidden(reason)) => Err(old::HttpError::Forbidden(reason)),
+            Err(http::HttpError::Timeout) => Err(old::HttpError::Timeout),
+            Err(http::HttpError::Unreachable(reason) | http::HttpError::Failed(reason)) => {
+                Err(old::HttpError::Failed(reason))
+            }
+        }
+    }
+}
+
+impl PluginState {
+    /// Only the hosts the plugin's manifest declares are reachable.
+    fn check_host(&self, url: &str) -> Result<(), http::HttpError> {
+        let host = host_of(url)
+            .ok_or_else(|| http::HttpError::Failed(format!("not an http(s) URL: {url}")))?;
         if !self
             .allowed_hosts
             .iter()
@@ -148,7 +294,7 @@ impl http::Host for PluginState {
                 "{host} is not in this plugin's allowed hosts"
             )));
         }
-        send_http(req)
+        Ok(())
     }
 }
 
@@ -171,6 +317,8 @@ fn send_http(req: http::Request) -> Result<http::Response, http::HttpError> {
     let timeout = Duration::from_millis(u64::from(req.timeout_ms.clamp(100, 30_000)));
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(timeout))
+        // A connection that cannot be made in time is reported as unreachable: nothing was sent.
+        .timeout_connect(Some(timeout.min(Duration::from_secs(5))))
         .http_status_as_error(false)
         .max_redirects(0)
         .build()
@@ -185,6 +333,11 @@ fn send_http(req: http::Request) -> Result<http::Response, http::HttpError> {
         .body(req.body)
         .map_err(|err| http::HttpError::Failed(err.to_string()))?;
     let mut response = agent.run(request).map_err(|err| match err {
+        ureq::Error::Timeout(ureq::Timeout::Resolve | ureq::Timeout::Connect)
+        | ureq::Error::HostNotFound
+        | ureq::Error::ConnectionFailed
+        | ureq::Error::Tls(_)
+        | ureq::Error::Rustls(_) => http::HttpError::Unreachable(err.to_string()),
         ureq::Error::Timeout(_) => http::HttpError::Timeout,
         other => http::HttpError::Failed(other.to_string()),
     })?;

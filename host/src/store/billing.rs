@@ -50,14 +50,14 @@ pub async fn by_customer<'e>(
     .await
 }
 
-/// Subscriptions whose period ended before `now` and are still running (renewal or the end of a
-/// cancellation).
+/// Subscriptions whose period ended before `now` and are still running (renewal, a renewal
+/// being retried, or the end of a cancellation).
 pub async fn due<'e>(
     exec: impl Executor<'e, Database = Any>,
     now: i64,
 ) -> sqlx::Result<Vec<SubscriptionRow>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM subscriptions WHERE status = 'active' AND current_period_end <= $1"
+        "SELECT {COLUMNS} FROM subscriptions WHERE status IN ('active', 'past_due') AND current_period_end <= $1"
     )))
     .bind(now)
     .fetch_all(exec)
@@ -99,26 +99,34 @@ pub async fn put<'e>(
     Ok(())
 }
 
+/// A payment as it is first written: `pending`, under its idempotency key, before the provider
+/// is called.
 pub struct Payment<'a> {
     pub id: &'a str,
     pub user_id: &'a str,
     pub subscription_id: &'a str,
+    /// charge or refund.
     pub kind: &'a str,
     pub amount: &'a str,
     pub currency: &'a str,
     pub provider: &'a str,
-    pub provider_reference: &'a str,
     pub description: &'a str,
+    /// The same key for the same money movement, however often it is attempted.
+    pub idempotency_key: &'a str,
+    /// The subscription period the payment is for.
+    pub period_start: Option<i64>,
     pub created_at: i64,
 }
 
-pub async fn insert_payment<'e>(
+/// Writes a pending payment; `Ok(false)` when one with its idempotency key exists already.
+pub async fn insert_pending<'e>(
     exec: impl Executor<'e, Database = Any>,
     p: &Payment<'_>,
-) -> sqlx::Result<()> {
-    sqlx::query(
+) -> sqlx::Result<bool> {
+    let result = sqlx::query(
         "INSERT INTO payments (id, user_id, subscription_id, kind, amount, currency, provider, provider_reference, \
-         description, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+         description, created_at, status, idempotency_key, period_start) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, '', $8, $9, 'pending', $10, $11) ON CONFLICT (idempotency_key) DO NOTHING",
     )
     .bind(p.id)
     .bind(p.user_id)
@@ -127,11 +135,153 @@ pub async fn insert_payment<'e>(
     .bind(p.amount)
     .bind(p.currency)
     .bind(p.provider)
-    .bind(p.provider_reference)
     .bind(p.description)
     .bind(p.created_at)
+    .bind(p.idempotency_key)
+    .bind(p.period_start)
     .execute(exec)
     .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct PaymentRow {
+    pub id: String,
+    pub user_id: String,
+    pub subscription_id: String,
+    pub kind: String,
+    pub amount: String,
+    pub status: String,
+    pub provider_reference: String,
+    pub idempotency_key: Option<String>,
+    pub period_start: Option<i64>,
+    pub created_at: i64,
+}
+
+const PAYMENT_COLUMNS: &str = "id, user_id, subscription_id, kind, amount, status, provider_reference, idempotency_key, period_start, created_at";
+
+pub async fn payment_by_key<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    idempotency_key: &str,
+) -> sqlx::Result<Option<PaymentRow>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {PAYMENT_COLUMNS} FROM payments WHERE idempotency_key = $1"
+    )))
+    .bind(idempotency_key)
+    .fetch_optional(exec)
+    .await
+}
+
+/// Marks a pending payment done with the provider's reference; `Ok(false)` when it was not
+/// pending (another attempt settled it).
+pub async fn settle<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    id: &str,
+    reference: &str,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query(
+        "UPDATE payments SET status = 'settled', provider_reference = $2, settled_at = $3 WHERE id = $1 AND status = 'pending'",
+    )
+    .bind(id)
+    .bind(reference)
+    .bind(now)
+    .execute(exec)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// Marks a pending payment failed (the provider refused it: nothing was taken).
+pub async fn fail<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    id: &str,
+    reason: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE payments SET status = 'failed', description = description || ': ' || $2, settled_at = $3 \
+         WHERE id = $1 AND status = 'pending'",
+    )
+    .bind(id)
+    .bind(reason)
+    .bind(now)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+/// Failed renewal charges of a subscription's period: how many, and when the last was made.
+pub async fn failed_renewals<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    subscription_id: &str,
+    period_start: i64,
+) -> sqlx::Result<(i64, Option<i64>)> {
+    sqlx::query_as(
+        "SELECT COUNT(*), MAX(created_at) FROM payments WHERE subscription_id = $1 AND period_start = $2 \
+         AND kind = 'charge' AND status = 'failed'",
+    )
+    .bind(subscription_id)
+    .bind(period_start)
+    .fetch_one(exec)
+    .await
+}
+
+/// Moves a subscription into its next period, if it is still in the one that ended at
+/// `period_end` (another instance may have renewed it already); whether it moved.
+pub async fn advance_period<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    id: &str,
+    period_end: i64,
+    next_end: i64,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query(
+        "UPDATE subscriptions SET current_period_start = $2, current_period_end = $3, status = 'active', updated_at = $4 \
+         WHERE id = $1 AND current_period_end = $2 AND status IN ('active', 'past_due')",
+    )
+    .bind(id)
+    .bind(period_end)
+    .bind(next_end)
+    .bind(now)
+    .execute(exec)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// Ends a subscription whose period ended at `period_end` (cancelled at its end, or lapsed
+/// after failed renewals), if nothing else has; whether it ended it.
+pub async fn end<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    id: &str,
+    period_end: i64,
+    reason: Option<&str>,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query(
+        "UPDATE subscriptions SET status = 'cancelled', cancelled_at = $3, cancel_reason = COALESCE($4, cancel_reason), \
+         updated_at = $3 WHERE id = $1 AND current_period_end = $2 AND status IN ('active', 'past_due')",
+    )
+    .bind(id)
+    .bind(period_end)
+    .bind(now)
+    .bind(reason)
+    .execute(exec)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+pub async fn set_status<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    id: &str,
+    status: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE subscriptions SET status = $2, updated_at = $3 WHERE id = $1")
+        .bind(id)
+        .bind(status)
+        .bind(now)
+        .execute(exec)
+        .await?;
     Ok(())
 }
 

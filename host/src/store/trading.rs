@@ -11,7 +11,9 @@ macro_rules! sql {
 use rust_decimal::Decimal;
 use sqlx::{Any, Executor, FromRow};
 
-use crate::engine::accounting::{Account, CompletedTrade, LedgerEntry, Position, Side};
+use crate::engine::accounting::{
+    Account, Closing, CompletedTrade, LedgerAction, LedgerEntry, OrderSide, Position, Side,
+};
 
 fn dec(text: &str) -> sqlx::Result<Decimal> {
     text.parse()
@@ -208,116 +210,6 @@ pub async fn count_bots_by_status<'e>(
         .await
 }
 
-// ----- orders -----
-
-#[derive(Debug, Clone, FromRow)]
-pub struct OrderRow {
-    pub id: String,
-    pub client_order_id: String,
-    pub broker: String,
-    pub symbol: String,
-    pub side: String,
-    pub intent: String,
-    pub quantity: String,
-    pub position_id: Option<String>,
-    pub stop_loss: Option<String>,
-    pub take_profit: Option<String>,
-    pub exit_reason: Option<String>,
-    pub status: String,
-    pub created_at: i64,
-}
-
-const ORDER_COLUMNS: &str = "id, client_order_id, broker, symbol, side, intent, quantity, position_id, \
-                             stop_loss, take_profit, exit_reason, status, created_at";
-
-/// Writes an order before it is sent. `Ok(false)`: an order with this client id exists already.
-pub async fn insert_order<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-    order: &OrderRow,
-) -> sqlx::Result<bool> {
-    let result = sqlx::query(sql!(
-        "INSERT INTO orders (user_id, {ORDER_COLUMNS}, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14) \
-         ON CONFLICT (client_order_id) DO NOTHING"
-    ))
-    .bind(user_id)
-    .bind(&order.id)
-    .bind(&order.client_order_id)
-    .bind(&order.broker)
-    .bind(&order.symbol)
-    .bind(&order.side)
-    .bind(&order.intent)
-    .bind(&order.quantity)
-    .bind(&order.position_id)
-    .bind(&order.stop_loss)
-    .bind(&order.take_profit)
-    .bind(&order.exit_reason)
-    .bind(&order.status)
-    .bind(order.created_at)
-    .execute(exec)
-    .await?;
-    Ok(result.rows_affected() == 1)
-}
-
-pub async fn order_by_client_id<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    client_order_id: &str,
-) -> sqlx::Result<Option<OrderRow>> {
-    sqlx::query_as(sql!(
-        "SELECT {ORDER_COLUMNS} FROM orders WHERE client_order_id = $1"
-    ))
-    .bind(client_order_id)
-    .fetch_optional(exec)
-    .await
-}
-
-pub async fn pending_orders<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-) -> sqlx::Result<Vec<OrderRow>> {
-    sqlx::query_as(sql!(
-        "SELECT {ORDER_COLUMNS} FROM orders WHERE user_id = $1 AND status = 'pending' ORDER BY created_at, id"
-    ))
-    .bind(user_id)
-    .fetch_all(exec)
-    .await
-}
-
-pub async fn finish_order<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    id: &str,
-    status: &str,
-    broker_order_id: Option<&str>,
-    error: Option<&str>,
-    now: i64,
-) -> sqlx::Result<()> {
-    sqlx::query("UPDATE orders SET status = $2, broker_order_id = $3, error = $4, updated_at = $5 WHERE id = $1")
-        .bind(id)
-        .bind(status)
-        .bind(broker_order_id)
-        .bind(error)
-        .bind(now)
-        .execute(exec)
-        .await?;
-    Ok(())
-}
-
-/// Opening orders filled since `since` (the day's trade count).
-pub async fn count_opens_since<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-    since: i64,
-) -> sqlx::Result<i64> {
-    sqlx::query_scalar(
-        "SELECT COUNT(*) FROM orders WHERE user_id = $1 AND status = 'filled' AND intent <> 'close' AND created_at >= $2",
-    )
-    .bind(user_id)
-    .bind(since)
-    .fetch_one(exec)
-    .await
-}
-
 // ----- positions -----
 
 #[derive(FromRow)]
@@ -328,6 +220,7 @@ struct PositionRow {
     side: String,
     quantity: String,
     entry_price: String,
+    cost: Option<String>,
     entry_fees: String,
     stop_loss: Option<String>,
     take_profit: Option<String>,
@@ -335,16 +228,27 @@ struct PositionRow {
     extreme_price: String,
     current_price: String,
     opened_at: i64,
+    close_reason: Option<String>,
+    close_attempts: i64,
+    next_close_at: Option<i64>,
+    close_error: Option<String>,
 }
 
 impl PositionRow {
     fn into_position(self) -> sqlx::Result<Position> {
+        let quantity = dec(&self.quantity)?;
+        let entry_price = dec(&self.entry_price)?;
         Ok(Position {
             side: Side::parse(&self.side).ok_or_else(|| {
                 sqlx::Error::Decode(format!("position side {:?}", self.side).into())
             })?,
-            quantity: dec(&self.quantity)?,
-            entry_price: dec(&self.entry_price)?,
+            quantity,
+            entry_price,
+            // Positions opened before costs were kept were opened in one fill.
+            cost: match &self.cost {
+                Some(cost) => dec(cost)?,
+                None => entry_price * quantity,
+            },
             entry_fees: dec(&self.entry_fees)?,
             stop_loss: opt_dec(&self.stop_loss)?,
             take_profit: opt_dec(&self.take_profit)?,
@@ -352,6 +256,12 @@ impl PositionRow {
             extreme_price: dec(&self.extreme_price)?,
             current_price: dec(&self.current_price)?,
             opened_at_ms: self.opened_at,
+            closing: self.close_reason.map(|reason| Closing {
+                reason,
+                attempts: self.close_attempts.max(0) as u32,
+                next_attempt_at: self.next_close_at.unwrap_or(0),
+                last_error: self.close_error,
+            }),
             id: self.id,
             broker: self.broker,
             symbol: self.symbol,
@@ -359,8 +269,9 @@ impl PositionRow {
     }
 }
 
-const POSITION_COLUMNS: &str = "id, broker, symbol, side, quantity, entry_price, entry_fees, stop_loss, take_profit, \
-                                trail_pct, extreme_price, current_price, opened_at";
+const POSITION_COLUMNS: &str = "id, broker, symbol, side, quantity, entry_price, cost, entry_fees, stop_loss, take_profit, \
+                                trail_pct, extreme_price, current_price, opened_at, close_reason, close_attempts, \
+                                next_close_at, close_error";
 
 pub async fn open_positions<'e>(
     exec: impl Executor<'e, Database = Any>,
@@ -373,6 +284,15 @@ pub async fn open_positions<'e>(
     .fetch_all(exec)
     .await?;
     rows.into_iter().map(PositionRow::into_position).collect()
+}
+
+/// Users with an open position.
+pub async fn users_with_open_positions<'e>(
+    exec: impl Executor<'e, Database = Any>,
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar("SELECT DISTINCT user_id FROM positions WHERE status = 'open'")
+        .fetch_all(exec)
+        .await
 }
 
 pub async fn count_open_positions<'e>(
@@ -395,9 +315,10 @@ pub async fn insert_position<'e>(
     p: &Position,
     now: i64,
 ) -> sqlx::Result<()> {
+    let closing = p.closing.as_ref();
     sqlx::query(sql!(
         "INSERT INTO positions (user_id, {POSITION_COLUMNS}, status, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'open', $15)"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, 'open', $20)"
     ))
     .bind(user_id)
     .bind(&p.id)
@@ -406,6 +327,7 @@ pub async fn insert_position<'e>(
     .bind(p.side.as_str())
     .bind(p.quantity.to_string())
     .bind(p.entry_price.to_string())
+    .bind(p.cost.to_string())
     .bind(p.entry_fees.to_string())
     .bind(text(p.stop_loss))
     .bind(text(p.take_profit))
@@ -413,30 +335,64 @@ pub async fn insert_position<'e>(
     .bind(p.extreme_price.to_string())
     .bind(p.current_price.to_string())
     .bind(p.opened_at_ms)
+    .bind(closing.map(|c| c.reason.clone()))
+    .bind(closing.map_or(0, |c| i64::from(c.attempts)))
+    .bind(closing.map(|c| c.next_attempt_at))
+    .bind(closing.and_then(|c| c.last_error.clone()))
     .bind(now)
     .execute(exec)
     .await?;
     Ok(())
 }
 
-/// Writes a position's quantity, fees and marks; a zero quantity closes it.
+/// Writes a position's quantity, cost, fees, marks and pending close; a zero quantity closes it.
 pub async fn update_position<'e>(
     exec: impl Executor<'e, Database = Any>,
     p: &Position,
     now: i64,
 ) -> sqlx::Result<()> {
     let closed = p.quantity.is_zero();
+    let closing = p.closing.as_ref().filter(|_| !closed);
     sqlx::query(
-        "UPDATE positions SET quantity = $2, entry_fees = $3, extreme_price = $4, current_price = $5, \
-         status = $6, closed_at = $7, updated_at = $8 WHERE id = $1",
+        "UPDATE positions SET quantity = $2, entry_price = $3, cost = $4, entry_fees = $5, extreme_price = $6, \
+         current_price = $7, status = $8, closed_at = $9, close_reason = $10, close_attempts = $11, \
+         next_close_at = $12, close_error = $13, updated_at = $14 WHERE id = $1",
     )
     .bind(&p.id)
     .bind(p.quantity.to_string())
+    .bind(p.entry_price.to_string())
+    .bind(p.cost.to_string())
     .bind(p.entry_fees.to_string())
     .bind(p.extreme_price.to_string())
     .bind(p.current_price.to_string())
     .bind(if closed { "closed" } else { "open" })
     .bind(closed.then_some(now))
+    .bind(closing.map(|c| c.reason.clone()))
+    .bind(closing.map_or(0, |c| i64::from(c.attempts)))
+    .bind(closing.map(|c| c.next_attempt_at))
+    .bind(closing.and_then(|c| c.last_error.clone()))
+    .bind(now)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+/// Writes only a position's pending close (the rest of it is unchanged).
+pub async fn update_closing<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    p: &Position,
+    now: i64,
+) -> sqlx::Result<()> {
+    let closing = p.closing.as_ref();
+    sqlx::query(
+        "UPDATE positions SET close_reason = $2, close_attempts = $3, next_close_at = $4, close_error = $5, \
+         updated_at = $6 WHERE id = $1 AND status = 'open'",
+    )
+    .bind(&p.id)
+    .bind(closing.map(|c| c.reason.clone()))
+    .bind(closing.map_or(0, |c| i64::from(c.attempts)))
+    .bind(closing.map(|c| c.next_attempt_at))
+    .bind(closing.and_then(|c| c.last_error.clone()))
     .bind(now)
     .execute(exec)
     .await?;
@@ -593,12 +549,13 @@ pub async fn insert_ledger<'e>(
     exec: impl Executor<'e, Database = Any>,
     user_id: &str,
     order_id: &str,
+    fill_id: &str,
     e: &LedgerEntry,
 ) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO ledger (id, user_id, order_id, position_id, broker, symbol, side, action, quantity, price, \
-         notional, fee, realized_pnl, cash_after, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+         notional, fee, realized_pnl, cash_after, created_at, fill_id, entry_fee) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
     )
     .bind(&e.id)
     .bind(user_id)
@@ -615,9 +572,27 @@ pub async fn insert_ledger<'e>(
     .bind(e.realized_pnl.to_string())
     .bind(e.cash_after.to_string())
     .bind(e.at_ms)
+    .bind(fill_id)
+    .bind(e.entry_fee.to_string())
     .execute(exec)
     .await?;
     Ok(())
+}
+
+/// The closing rows an order booked (one per fill), oldest first: its completed trade's parts.
+pub async fn closes_of_order<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    order_id: &str,
+) -> sqlx::Result<Vec<LedgerEntry>> {
+    let rows: Vec<LedgerRow> = sqlx::query_as(
+        "SELECT id, order_id, position_id, broker, symbol, side, action, quantity, price, notional, fee, \
+         realized_pnl, cash_after, created_at, entry_fee FROM ledger WHERE order_id = $1 AND action = 'CLOSE' \
+         ORDER BY created_at, id",
+    )
+    .bind(order_id)
+    .fetch_all(exec)
+    .await?;
+    rows.into_iter().map(LedgerRow::into_entry).collect()
 }
 
 #[derive(Debug, Clone, FromRow)]
@@ -636,6 +611,36 @@ pub struct LedgerRow {
     pub realized_pnl: String,
     pub cash_after: String,
     pub created_at: i64,
+    pub entry_fee: Option<String>,
+}
+
+impl LedgerRow {
+    fn into_entry(self) -> sqlx::Result<LedgerEntry> {
+        Ok(LedgerEntry {
+            side: if self.side == "BUY" {
+                OrderSide::Buy
+            } else {
+                OrderSide::Sell
+            },
+            action: if self.action == "OPEN" {
+                LedgerAction::Open
+            } else {
+                LedgerAction::Close
+            },
+            quantity: dec(&self.quantity)?,
+            price: dec(&self.price)?,
+            notional: dec(&self.notional)?,
+            fee: dec(&self.fee)?,
+            realized_pnl: dec(&self.realized_pnl)?,
+            entry_fee: opt_dec(&self.entry_fee)?.unwrap_or_default(),
+            cash_after: dec(&self.cash_after)?,
+            at_ms: self.created_at,
+            id: self.id,
+            position_id: self.position_id,
+            broker: self.broker,
+            symbol: self.symbol,
+        })
+    }
 }
 
 /// Ledger rows, newest first, and the total count.
@@ -650,7 +655,7 @@ pub async fn ledger(
                          AND ($4 IS NULL OR created_at <= $4)";
     let rows = sqlx::query_as(sql!(
         "SELECT id, order_id, position_id, broker, symbol, side, action, quantity, price, notional, fee, \
-         realized_pnl, cash_after, created_at FROM ledger {WHERE} ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6"
+         realized_pnl, cash_after, created_at, entry_fee FROM ledger {WHERE} ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6"
     ))
     .bind(user_id)
     .bind(&filter.symbol)

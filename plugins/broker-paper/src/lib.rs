@@ -1,22 +1,7 @@
-//! The paper broker: trading against a deterministic simulated market.
-//!
-//! The market ([`market`]) is a pure function of the configured seed, the symbol and the time,
-//! so every call agrees with every other. Orders ([`orders`]) fill at once at the simulated
-//! price plus spread, slippage and fees. The paper account itself (cash, positions) is kept by
-//! the host, so `balance` and `positions` are unsupported here.
+//! The `paper` broker plugin: the simulated venue of `paper-venue` as a component. The
+//! configuration and the account's store come from the host.
 
-pub mod market;
-pub mod orders;
-
-#[cfg(target_arch = "wasm32")]
-mod component;
-
-use tradehost_sdk::broker::{AccountCheck, BrokerInfo, Credentials};
-use tradehost_sdk::config::{ConfigError, ConfigReader};
-use tradehost_sdk::types::{BrokerError, Candle};
-
-use market::{Interval, MAX_END_MS, Market, validate_symbol};
-use orders::Costs;
+use tradehost_sdk::broker::BrokerInfo;
 
 pub const NAME: &str = "paper";
 
@@ -37,118 +22,107 @@ pub fn describe() -> BrokerInfo {
     }
 }
 
-/// The paper broker's configuration.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PaperConfig {
-    pub seed: u64,
-    pub costs: Costs,
-    /// Simulated time runs this many times faster than the host clock.
-    pub speed: f64,
-}
+#[cfg(target_arch = "wasm32")]
+mod component {
+    use paper_venue::PaperConfig;
+    use paper_venue::venue::{HostStore, Venue};
+    use tradehost_sdk::broker::{AccountCheck, BrokerInfo, BrokerPosition, Credentials, Guest};
+    use tradehost_sdk::host;
+    use tradehost_sdk::types::{
+        AssetBalance, BrokerError, Candle, Fill, Instrument, OrderQuery, OrderReport, OrderRequest,
+    };
 
-impl Default for PaperConfig {
-    fn default() -> Self {
-        Self {
-            seed: 42,
-            costs: Costs {
-                fee_bps: 10.0,
-                slippage_bps: 5.0,
-                spread_bps: 2.0,
-            },
-            speed: 1.0,
+    struct PaperBroker;
+
+    fn configuration() -> Result<PaperConfig, BrokerError> {
+        paper_venue::configuration()
+    }
+
+    /// Runs `work` on the venue account of this call.
+    fn with_venue<T>(
+        work: impl FnOnce(&mut Venue<'_, HostStore>) -> Result<T, BrokerError>,
+    ) -> Result<T, BrokerError> {
+        let config = configuration()?;
+        let mut store = HostStore;
+        let mut venue = Venue {
+            store: &mut store,
+            config: &config,
+            now: host::now_ms(),
+        };
+        work(&mut venue)
+    }
+
+    impl Guest for PaperBroker {
+        fn describe() -> BrokerInfo {
+            super::describe()
+        }
+
+        fn validate_credentials(creds: Credentials) -> Result<AccountCheck, BrokerError> {
+            paper_venue::validate_credentials(&creds)
+        }
+
+        fn balances(_creds: Credentials) -> Result<Vec<AssetBalance>, BrokerError> {
+            with_venue(|venue| venue.balances())
+        }
+
+        fn positions(_creds: Credentials) -> Result<Vec<BrokerPosition>, BrokerError> {
+            with_venue(|venue| venue.positions())
+        }
+
+        fn instrument(_creds: Credentials, symbol: String) -> Result<Instrument, BrokerError> {
+            paper_venue::instrument(&configuration()?, &symbol)
+        }
+
+        fn candles(
+            symbol: String,
+            interval: String,
+            limit: u32,
+            end_ms: i64,
+        ) -> Result<Vec<Candle>, BrokerError> {
+            let market = configuration()?.market();
+            paper_venue::candles(&market, &symbol, &interval, limit, end_ms)
+        }
+
+        fn place_order(
+            _creds: Credentials,
+            order: OrderRequest,
+        ) -> Result<OrderReport, BrokerError> {
+            with_venue(|venue| venue.place(&order))
+        }
+
+        fn get_order(_creds: Credentials, query: OrderQuery) -> Result<OrderReport, BrokerError> {
+            with_venue(|venue| venue.get(&query))
+        }
+
+        fn open_orders(
+            _creds: Credentials,
+            symbol: Option<String>,
+        ) -> Result<Vec<OrderReport>, BrokerError> {
+            with_venue(|venue| venue.open_orders(symbol.as_deref()))
+        }
+
+        fn fills_since(
+            _creds: Credentials,
+            since_ms: i64,
+            symbol: Option<String>,
+        ) -> Result<Vec<Fill>, BrokerError> {
+            with_venue(|venue| venue.fills_since(since_ms, symbol.as_deref()))
+        }
+
+        fn cancel_order(
+            _creds: Credentials,
+            query: OrderQuery,
+        ) -> Result<OrderReport, BrokerError> {
+            with_venue(|venue| venue.cancel(&query))
         }
     }
-}
 
-impl PaperConfig {
-    pub fn read<F: Fn(&str) -> Option<String>>(
-        config: &ConfigReader<F>,
-    ) -> Result<Self, ConfigError> {
-        let defaults = Self::default();
-        Ok(Self {
-            // Any integer seeds the market; negative ones are as good as positive ones.
-            seed: config.integer("seed", defaults.seed as i64)? as u64,
-            costs: Costs {
-                fee_bps: config.number_in("fee_bps", defaults.costs.fee_bps, 0.0, 1000.0)?,
-                slippage_bps: config.number_in(
-                    "slippage_bps",
-                    defaults.costs.slippage_bps,
-                    0.0,
-                    1000.0,
-                )?,
-                spread_bps: config.number_in(
-                    "spread_bps",
-                    defaults.costs.spread_bps,
-                    0.0,
-                    1000.0,
-                )?,
-            },
-            speed: config.number_in("speed", defaults.speed, 0.001, 100_000.0)?,
-        })
-    }
-
-    pub fn market(&self) -> Market {
-        Market::new(self.seed, self.speed)
-    }
-}
-
-/// Any non-empty key and secret connect: there is no real account behind them.
-pub fn validate_credentials(credentials: &Credentials) -> Result<AccountCheck, BrokerError> {
-    if credentials.api_key.trim().is_empty() || credentials.api_secret.trim().is_empty() {
-        return Err(BrokerError::Auth(
-            "paper trading needs a non-empty api key and api secret".into(),
-        ));
-    }
-    Ok(AccountCheck {
-        permissions: vec!["read".into(), "trade".into()],
-    })
-}
-
-pub fn account_is_kept_by_host() -> BrokerError {
-    BrokerError::Unsupported("the paper account is kept by the host".into())
-}
-
-pub fn candles(
-    market: &Market,
-    symbol: &str,
-    interval: &str,
-    limit: u32,
-    end_ms: i64,
-) -> Result<Vec<Candle>, BrokerError> {
-    validate_symbol(symbol).map_err(BrokerError::Rejected)?;
-    let Some(interval) = Interval::parse(interval) else {
-        return Err(BrokerError::Unsupported(format!(
-            "interval `{interval}` is not supported; use 1m, 5m or 1h"
-        )));
-    };
-    if !(0..=MAX_END_MS).contains(&end_ms) {
-        return Err(BrokerError::Rejected(format!(
-            "end-ms {end_ms} is outside the years 1970 to 3000"
-        )));
-    }
-    Ok(market.candles(symbol, interval, limit, end_ms))
+    tradehost_sdk::export_broker!(PaperBroker);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-
-    fn reader(pairs: &[(&str, &str)]) -> ConfigReader<impl Fn(&str) -> Option<String>> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        ConfigReader::new(move |key: &str| map.get(key).cloned())
-    }
-
-    fn credentials(key: &str, secret: &str) -> Credentials {
-        Credentials {
-            api_key: key.into(),
-            api_secret: secret.into(),
-            params: Vec::new(),
-        }
-    }
 
     #[test]
     fn describes_itself_as_in_the_manifest() {
@@ -158,7 +132,18 @@ mod tests {
         assert!(manifest.contains(&format!("version = \"{}\"", info.version)));
         assert!(manifest.contains(&format!("display_name = \"{}\"", info.display_name)));
         assert!(manifest.contains("kind = \"broker\""));
-        for key in ["seed", "fee_bps", "slippage_bps", "spread_bps", "speed"] {
+        for key in [
+            "seed",
+            "fee_bps",
+            "slippage_bps",
+            "spread_bps",
+            "speed",
+            "fill_parts",
+            "fill_delay_ms",
+            "tick_size",
+            "lot_size",
+            "min_notional",
+        ] {
             assert!(manifest.contains(&format!("[config.{key}]")), "{key}");
         }
         assert_eq!(
@@ -171,60 +156,5 @@ mod tests {
                 "simulated"
             ]
         );
-    }
-
-    #[test]
-    fn configuration_defaults_and_overrides() {
-        assert_eq!(PaperConfig::read(&reader(&[])), Ok(PaperConfig::default()));
-        let config = PaperConfig::read(&reader(&[
-            ("seed", "-7"),
-            ("fee_bps", "0"),
-            ("speed", "60"),
-        ]))
-        .unwrap();
-        assert_eq!(config.seed, (-7i64) as u64);
-        assert_eq!(config.costs.fee_bps, 0.0);
-        assert_eq!(config.speed, 60.0);
-        assert!(PaperConfig::read(&reader(&[("speed", "0")])).is_err());
-        assert!(PaperConfig::read(&reader(&[("fee_bps", "-1")])).is_err());
-        assert!(PaperConfig::read(&reader(&[("seed", "abc")])).is_err());
-    }
-
-    #[test]
-    fn credentials_need_a_key_and_a_secret() {
-        let check = validate_credentials(&credentials("key", "secret")).unwrap();
-        assert_eq!(check.permissions, ["read", "trade"]);
-        for (key, secret) in [("", "secret"), ("key", ""), (" ", " ")] {
-            assert!(matches!(
-                validate_credentials(&credentials(key, secret)),
-                Err(BrokerError::Auth(_))
-            ));
-        }
-    }
-
-    #[test]
-    fn candle_requests_are_checked() {
-        let market = PaperConfig::default().market();
-        let now = 1_709_251_200_000;
-        assert_eq!(
-            candles(&market, "BTC-USD", "5m", 10, now).unwrap().len(),
-            10
-        );
-        assert!(matches!(
-            candles(&market, "BTC-USD", "15m", 10, now),
-            Err(BrokerError::Unsupported(_))
-        ));
-        assert!(matches!(
-            candles(&market, "BTCUSD", "1m", 10, now),
-            Err(BrokerError::Rejected(_))
-        ));
-        assert!(matches!(
-            candles(&market, "BTC-USD", "1m", 10, -1),
-            Err(BrokerError::Rejected(_))
-        ));
-        assert!(matches!(
-            candles(&market, "BTC-USD", "1m", 10, i64::MAX),
-            Err(BrokerError::Rejected(_))
-        ));
     }
 }

@@ -1,9 +1,10 @@
 //! Guest-side SDK for tradehost plugins.
 //!
 //! - [`strategy`], [`risk_rule`] and [`broker`] hold the bindings of the three plugin worlds of
-//!   `tradehost:plugin@0.1.0`. A plugin crate implements the world's `Guest` trait and exports
+//!   `tradehost:plugin@0.2.0`. A plugin crate implements the world's `Guest` trait and exports
 //!   it with one line, e.g. `tradehost_sdk::export_strategy!(MyStrategy);`.
-//! - [`types`] and [`host`] are the shared interfaces (generated once, used by all three worlds).
+//! - [`types`] and [`host`] are the shared interfaces (generated once, used by all three worlds);
+//!   brokers also import `http` and `store` ([`broker::tradehost::plugin`]).
 //! - [`indicators`] are pure technical indicators; [`config`] reads typed configuration values;
 //!   [`state`] keeps small per-symbol memos in a strategy's state blob.
 //!
@@ -25,7 +26,7 @@ pub mod state;
 pub mod strategy {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "tradehost:plugin/strategy@0.1.0",
+        world: "tradehost:plugin/strategy@0.2.0",
         additional_derives: [PartialEq],
         pub_export_macro: true,
         export_macro_name: "export_strategy",
@@ -38,11 +39,11 @@ pub mod strategy {
 pub mod risk_rule {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "tradehost:plugin/risk-rule@0.1.0",
+        world: "tradehost:plugin/risk-rule@0.2.0",
         additional_derives: [PartialEq],
         with: {
-            "tradehost:plugin/types@0.1.0": tradehost_sdk::strategy::tradehost::plugin::types,
-            "tradehost:plugin/host@0.1.0": tradehost_sdk::strategy::tradehost::plugin::host,
+            "tradehost:plugin/types@0.2.0": tradehost_sdk::strategy::tradehost::plugin::types,
+            "tradehost:plugin/host@0.2.0": tradehost_sdk::strategy::tradehost::plugin::host,
         },
         pub_export_macro: true,
         export_macro_name: "export_risk_rule",
@@ -50,17 +51,18 @@ pub mod risk_rule {
     });
 }
 
-/// Bindings of the `broker` world, including the `http` import.
+/// Bindings of the `broker` world, including the `http` and `store` imports.
 #[allow(clippy::too_many_arguments)]
 pub mod broker {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "tradehost:plugin/broker@0.1.0",
+        world: "tradehost:plugin/broker@0.2.0",
         additional_derives: [PartialEq],
         with: {
-            "tradehost:plugin/types@0.1.0": tradehost_sdk::strategy::tradehost::plugin::types,
-            "tradehost:plugin/host@0.1.0": tradehost_sdk::strategy::tradehost::plugin::host,
-            "tradehost:plugin/http@0.1.0": generate,
+            "tradehost:plugin/types@0.2.0": tradehost_sdk::strategy::tradehost::plugin::types,
+            "tradehost:plugin/host@0.2.0": tradehost_sdk::strategy::tradehost::plugin::host,
+            "tradehost:plugin/http@0.2.0": generate,
+            "tradehost:plugin/store@0.2.0": generate,
         },
         pub_export_macro: true,
         export_macro_name: "export_broker",

@@ -12,7 +12,10 @@ use crate::api::envelope::{Body, OptionalBody};
 use crate::api::envelope::{Success, ok};
 use crate::api::query::{Page, parse_time};
 use crate::auth::{AdminUser, ClientMeta};
-use crate::engine::{self, KillSwitchActivated, KillSwitchRequest, KillSwitchState};
+use crate::engine::kill_switch::{
+    self as switch, KillSwitchActivated, KillSwitchRequest, KillSwitchState,
+};
+use crate::engine::reconcile::{self, Reconciliation, ResolveRequest};
 use crate::error::ApiResult;
 use crate::store::audit::AuditFilter;
 use crate::store::users::UserFilter;
@@ -26,8 +29,31 @@ pub fn routes() -> Vec<Route> {
         update_user,
         activate_kill_switch,
         kill_switch,
-        deactivate_kill_switch
+        deactivate_kill_switch,
+        user_reconciliation,
+        resolve_user_reconciliation
     ]
+}
+
+#[get("/admin/users/<user_id>/reconciliation")]
+async fn user_reconciliation(
+    app: &State<App>,
+    _admin: AdminUser,
+    user_id: &str,
+) -> ApiResult<Success<Reconciliation>> {
+    reconcile::state_of_user(app, user_id).await.map(ok)
+}
+
+#[post("/admin/users/<user_id>/reconciliation/resolve", data = "<body>")]
+async fn resolve_user_reconciliation(
+    app: &State<App>,
+    admin: AdminUser,
+    user_id: &str,
+    body: Body<ResolveRequest>,
+) -> ApiResult<Success<Reconciliation>> {
+    reconcile::resolve_for_user(app, user_id, &admin.0.user_id, body.0.resolution)
+        .await
+        .map(ok)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -111,14 +137,14 @@ async fn activate_kill_switch(
     meta: ClientMeta,
     body: OptionalBody<KillSwitchRequest>,
 ) -> ApiResult<Success<KillSwitchActivated>> {
-    engine::activate_kill_switch(app, &admin.0, &meta, body.0.unwrap_or_default())
+    switch::activate(app, &admin.0, &meta, body.0.unwrap_or_default())
         .await
         .map(ok)
 }
 
 #[get("/admin/kill-switch")]
 async fn kill_switch(app: &State<App>, _admin: AdminUser) -> ApiResult<Success<KillSwitchState>> {
-    engine::kill_switch(app).await.map(ok)
+    switch::state(app).await.map(ok)
 }
 
 #[delete("/admin/kill-switch")]
@@ -127,9 +153,7 @@ async fn deactivate_kill_switch(
     admin: AdminUser,
     meta: ClientMeta,
 ) -> ApiResult<Success<KillSwitchState>> {
-    engine::deactivate_kill_switch(app, &admin.0, &meta)
-        .await
-        .map(ok)
+    switch::deactivate(app, &admin.0, &meta).await.map(ok)
 }
 
 #[cfg(test)]

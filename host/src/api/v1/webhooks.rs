@@ -2,24 +2,61 @@
 
 use rocket::data::{Data, ToByteUnit};
 use rocket::request::{FromRequest, Outcome, Request};
-use rocket::{Route, State, post, routes};
+use rocket::{Route, State, get, post, routes};
 
 use crate::App;
 use crate::api::envelope::{Body, Success, ok};
+use crate::auth::AuthUser;
 use crate::billing::webhook::{self, Received as PaymentReceived};
+use crate::engine::signals::SignalView;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::signals::{self, Received, SignalRequest};
+use crate::signals::{self, Reader, Received, SignalRequest};
 
 /// Largest payment-provider event accepted.
 const MAX_EVENT_BYTES: u64 = 256 * 1024;
 
 pub fn routes() -> Vec<Route> {
-    routes![signal, payment]
+    routes![signal, signal_status, payment]
 }
 
 #[post("/webhooks/signals", data = "<body>")]
 async fn signal(app: &State<App>, body: Body<SignalRequest>) -> ApiResult<Success<Received>> {
     signals::receive(app, body.0).await.map(ok)
+}
+
+/// The `X-Webhook-Key` header, if any.
+pub struct WebhookKey(Option<String>);
+
+#[rocket::async_trait]
+impl<'r> FromRequest<'r> for WebhookKey {
+    type Error = std::convert::Infallible;
+
+    async fn from_request(req: &'r Request<'_>) -> Outcome<Self, Self::Error> {
+        Outcome::Success(WebhookKey(
+            req.headers().get_one("X-Webhook-Key").map(str::to_string),
+        ))
+    }
+}
+
+/// What became of a signal: for its sender (the webhook key in `X-Webhook-Key`) or the user.
+#[get("/webhooks/signals/<trade_id>")]
+async fn signal_status(
+    app: &State<App>,
+    key: WebhookKey,
+    user: Option<AuthUser>,
+    trade_id: &str,
+) -> ApiResult<Success<SignalView>> {
+    let reader = match (&key.0, &user) {
+        (Some(key), _) => Reader::WebhookKey(key),
+        (None, Some(user)) => Reader::User(&user.0),
+        (None, None) => {
+            return Err(ApiError::new(
+                ErrorCode::TokenInvalid,
+                "Send the webhook key in X-Webhook-Key, or a bearer token",
+            ));
+        }
+    };
+    signals::status(app, reader, trade_id).await.map(ok)
 }
 
 /// The `Stripe-Signature` header, if any.

@@ -3,11 +3,11 @@
 //! The response status comes back as a permission string ("status:200").
 
 use tradehost_sdk::broker::tradehost::plugin::http::{self, HttpError, Request};
-use tradehost_sdk::broker::{
-    AccountCheck, Balance, BrokerInfo, BrokerPosition, Credentials, Guest,
-};
+use tradehost_sdk::broker::{AccountCheck, BrokerInfo, BrokerPosition, Credentials, Guest};
 use tradehost_sdk::host;
-use tradehost_sdk::types::{BrokerError, Candle, Fill, OrderRequest};
+use tradehost_sdk::types::{
+    AssetBalance, BrokerError, Candle, Fill, Instrument, OrderQuery, OrderReport, OrderRequest,
+};
 
 struct HttpBroker;
 
@@ -43,12 +43,19 @@ impl Guest for HttpBroker {
             Err(HttpError::Forbidden(reason)) => {
                 Err(BrokerError::Auth(format!("forbidden: {reason}")))
             }
-            Err(HttpError::Timeout) => Err(BrokerError::Unavailable("timeout".into())),
+            Err(HttpError::Timeout) => Err(BrokerError::Timeout("timeout".into())),
+            Err(HttpError::Unreachable(reason)) => {
+                Err(BrokerError::Unavailable(format!("unreachable: {reason}")))
+            }
             Err(HttpError::Failed(reason)) => Err(BrokerError::Unavailable(reason)),
         }
     }
 
-    fn balance(_creds: Credentials) -> Result<Balance, BrokerError> {
+    fn balances(_creds: Credentials) -> Result<Vec<AssetBalance>, BrokerError> {
+        unsupported()
+    }
+
+    fn instrument(_creds: Credentials, _symbol: String) -> Result<Instrument, BrokerError> {
         unsupported()
     }
 
@@ -65,11 +72,30 @@ impl Guest for HttpBroker {
         unsupported()
     }
 
-    fn place_order(_creds: Credentials, _order: OrderRequest) -> Result<Fill, BrokerError> {
+    fn place_order(_creds: Credentials, _order: OrderRequest) -> Result<OrderReport, BrokerError> {
         unsupported()
     }
 
-    fn cancel_order(_creds: Credentials, _order_id: String) -> Result<(), BrokerError> {
+    fn get_order(_creds: Credentials, _query: OrderQuery) -> Result<OrderReport, BrokerError> {
+        unsupported()
+    }
+
+    fn open_orders(
+        _creds: Credentials,
+        _symbol: Option<String>,
+    ) -> Result<Vec<OrderReport>, BrokerError> {
+        unsupported()
+    }
+
+    fn fills_since(
+        _creds: Credentials,
+        _since_ms: i64,
+        _symbol: Option<String>,
+    ) -> Result<Vec<Fill>, BrokerError> {
+        unsupported()
+    }
+
+    fn cancel_order(_creds: Credentials, _query: OrderQuery) -> Result<OrderReport, BrokerError> {
         unsupported()
     }
 }

@@ -1,0 +1,248 @@
+//! The kill switch: a platform flag in the database (so every instance sharing it sees it) that
+//! blocks starts and new entries, stops every bot and, when asked, closes every position. It
+//! carries on past any one user's failure and reports what failed.
+
+use std::sync::atomic::Ordering;
+
+use serde::{Deserialize, Serialize};
+
+use super::{BotStatus, IDLE, closing, lock, persist, publish_status};
+use crate::App;
+use crate::auth::sessions::Principal;
+use crate::error::ApiResult;
+use crate::events::Channel;
+use crate::store::trading;
+use crate::store::{iso8601, now_ms};
+
+pub const FLAG: &str = "kill_switch";
+
+fn yes() -> bool {
+    true
+}
+
+/// Whether the kill switch is on (read from the database on every call: another instance may
+/// have set it).
+pub async fn active(app: &App) -> ApiResult<bool> {
+    Ok(trading::flag(&app.db.pool, FLAG).await?.is_some())
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KillSwitchRequest {
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub close_all_positions: bool,
+    #[serde(default = "yes")]
+    pub notify_users: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct KillSwitchState {
+    pub active: bool,
+    pub reason: Option<String>,
+    pub activated_by: Option<String>,
+    pub activated_at: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct KillSwitchActivated {
+    pub message: String,
+    pub affected_users: usize,
+    /// Positions left open (with `close_all_positions`, those whose close is working or retried).
+    pub active_positions: usize,
+    pub positions_closed: usize,
+    /// What could not be done, per user; everything else was.
+    pub failures: Vec<UserFailure>,
+    pub timestamp: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct UserFailure {
+    pub user_id: String,
+    pub error: String,
+}
+
+/// Blocks every start, stops every bot now (closing positions when asked) and tells connected
+/// users. Activating it again re-applies it (bots started in between do not exist: starts are
+/// refused while it is active).
+pub async fn activate(
+    app: &App,
+    admin: &Principal,
+    meta: &crate::auth::ClientMeta,
+    request: KillSwitchRequest,
+) -> ApiResult<KillSwitchActivated> {
+    let now = now_ms();
+    let reason = request
+        .reason
+        .unwrap_or_else(|| "kill switch".into())
+        .chars()
+        .take(500)
+        .collect::<String>();
+    let state = KillSwitchState {
+        active: true,
+        reason: Some(reason.clone()),
+        activated_by: Some(admin.user_id.clone()),
+        activated_at: Some(iso8601(now)),
+    };
+    let mut tx = app.db.pool.begin().await?;
+    trading::set_flag(
+        &mut *tx,
+        FLAG,
+        &serde_json::to_string(&state).expect("state serialises"),
+        &admin.user_id,
+        now,
+    )
+    .await?;
+    crate::store::audit::record(
+        &mut *tx,
+        "admin.kill_switch_activated",
+        &crate::store::audit::Actor {
+            user_id: Some(&admin.user_id),
+            ip_address: meta.ip.as_deref(),
+            user_agent: meta.user_agent.as_deref(),
+        },
+        serde_json::json!({"reason": reason, "close_all_positions": request.close_all_positions}),
+    )
+    .await?;
+    tx.commit().await?;
+
+    // Every bot the database knows as active, plus any loaded in memory.
+    let mut user_ids: Vec<String> = trading::resumable_bots(&app.db.pool)
+        .await?
+        .into_iter()
+        .map(|bot| bot.user_id)
+        .collect();
+    for cell in app.engine.cells.iter() {
+        if cell.next_scan_at.load(Ordering::Acquire) != IDLE && !user_ids.contains(&cell.user_id) {
+            user_ids.push(cell.user_id.clone());
+        }
+    }
+    // Closing everything reaches positions whose bot is not running too.
+    if request.close_all_positions {
+        for user_id in trading::users_with_open_positions(&app.db.pool).await? {
+            if !user_ids.contains(&user_id) {
+                user_ids.push(user_id);
+            }
+        }
+    }
+    let (mut active_positions, mut closed, mut stopped) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for user_id in &user_ids {
+        let cell = app.engine.cell(user_id);
+        app.engine.schedule(&cell, IDLE);
+        let mut guard = match lock(app, &cell).await {
+            Ok(guard) => guard,
+            Err(err) => {
+                tracing::error!(%user_id, error = %err, "the kill switch could not load a bot");
+                failures.push(UserFailure {
+                    user_id: user_id.clone(),
+                    error: err.message,
+                });
+                continue;
+            }
+        };
+        let trader = guard.as_mut().expect("loaded");
+        cell.next_scan_at.store(IDLE, Ordering::Release);
+        if trader.status().is_scanned() {
+            stopped += 1;
+            trader.bot.status = BotStatus::Stopped.as_str().into();
+            trader.bot.last_error = Some(format!("Stopped by the kill switch: {reason}"));
+            if let Err(err) = persist(app, trader).await {
+                tracing::error!(%user_id, error = %err, "the kill switch could not save a bot");
+                failures.push(UserFailure {
+                    user_id: user_id.clone(),
+                    error: err.message,
+                });
+            }
+            publish_status(app, trader, "Stopped by the kill switch");
+        }
+        if request.close_all_positions {
+            let outcome = closing::close_all(app, trader, "kill_switch").await;
+            closed += outcome.closed;
+            for (position_id, error) in outcome.failures {
+                tracing::error!(%user_id, %position_id, %error, "the kill switch could not close a position; it is retried");
+                failures.push(UserFailure {
+                    user_id: user_id.clone(),
+                    error: format!("position {position_id}: {error}"),
+                });
+            }
+        }
+        active_positions += trader.positions.len();
+    }
+    if request.notify_users {
+        #[derive(Serialize)]
+        struct Notice<'a> {
+            status: &'a str,
+            message: String,
+            timestamp: String,
+        }
+        app.events.publish_to_all(
+            Channel::BotStatus,
+            "kill_switch",
+            &Notice {
+                status: "activated",
+                message: format!("Trading is halted by the operator: {reason}"),
+                timestamp: iso8601(now),
+            },
+        );
+    }
+    Ok(KillSwitchActivated {
+        message: if failures.is_empty() {
+            format!("Kill switch active: {stopped} bot(s) stopped")
+        } else {
+            format!(
+                "Kill switch active: {stopped} bot(s) stopped; {} failure(s), retried where they concern closes",
+                failures.len()
+            )
+        },
+        affected_users: stopped,
+        active_positions,
+        positions_closed: closed,
+        failures,
+        timestamp: iso8601(now),
+    })
+}
+
+pub async fn state(app: &App) -> ApiResult<KillSwitchState> {
+    Ok(match trading::flag(&app.db.pool, FLAG).await? {
+        Some(value) => serde_json::from_str(&value).unwrap_or(KillSwitchState {
+            active: true,
+            reason: None,
+            activated_by: None,
+            activated_at: None,
+        }),
+        None => KillSwitchState {
+            active: false,
+            reason: None,
+            activated_by: None,
+            activated_at: None,
+        },
+    })
+}
+
+pub async fn deactivate(
+    app: &App,
+    admin: &Principal,
+    meta: &crate::auth::ClientMeta,
+) -> ApiResult<KillSwitchState> {
+    let mut tx = app.db.pool.begin().await?;
+    let was_active = trading::clear_flag(&mut *tx, FLAG).await?;
+    crate::store::audit::record(
+        &mut *tx,
+        "admin.kill_switch_deactivated",
+        &crate::store::audit::Actor {
+            user_id: Some(&admin.user_id),
+            ip_address: meta.ip.as_deref(),
+            user_agent: meta.user_agent.as_deref(),
+        },
+        serde_json::json!({"was_active": was_active}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(KillSwitchState {
+        active: false,
+        reason: None,
+        activated_by: None,
+        activated_at: None,
+    })
+}
