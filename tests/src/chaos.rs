@@ -68,6 +68,15 @@ pub async fn run(options: ChaosOptions) -> Result<ChaosReport> {
     for n in 0..options.users {
         let address = email(&format!("chaos{n}"));
         let (user_id, token) = server.user(&address).await;
+        // Enterprise: 500 entries a day, so the run is not cut short by the trade limit.
+        server
+            .put(
+                &format!("/api/v1/admin/users/{user_id}"),
+                Some(&admin),
+                json!({"subscription_tier": "enterprise"}),
+            )
+            .await
+            .expect(200);
         server.connect_paper(&token).await;
         let symbols = [
             ["BTC-USD", "ETH-USD"],

@@ -20,10 +20,43 @@ fn yes() -> bool {
     true
 }
 
-/// Whether the kill switch is on (read from the database on every call: another instance may
-/// have set it).
+/// How long a reading of the flag is trusted before an order reads it again.
+const FRESH_MS: i64 = 250;
+
+/// Whether the kill switch is on, read from the database (another instance may have set it).
 pub async fn active(app: &App) -> ApiResult<bool> {
-    Ok(trading::flag(&app.db.pool, FLAG).await?.is_some())
+    let on = trading::flag(&app.db.pool, FLAG).await?.is_some();
+    app.engine.kill_switch_seen.store(now_ms(), on);
+    Ok(on)
+}
+
+/// Whether the kill switch stops an entry order now: read from the database at most every
+/// 250 ms (and at once on this instance when it is switched), so a stream of orders does not
+/// read it each time.
+pub async fn blocks_entries(app: &App) -> ApiResult<bool> {
+    match app.engine.kill_switch_seen.fresh(now_ms(), FRESH_MS) {
+        Some(on) => Ok(on),
+        None => active(app).await,
+    }
+}
+
+/// The last reading of the kill switch flag on this instance.
+#[derive(Debug, Default)]
+pub struct Seen {
+    at: std::sync::atomic::AtomicI64,
+    on: std::sync::atomic::AtomicBool,
+}
+
+impl Seen {
+    pub fn store(&self, at: i64, on: bool) {
+        self.on.store(on, Ordering::Release);
+        self.at.store(at, Ordering::Release);
+    }
+
+    fn fresh(&self, now: i64, within: i64) -> Option<bool> {
+        let at = self.at.load(Ordering::Acquire);
+        (at != 0 && now - at < within).then(|| self.on.load(Ordering::Acquire))
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -105,6 +138,7 @@ pub async fn activate(
     )
     .await?;
     tx.commit().await?;
+    app.engine.kill_switch_seen.store(now_ms(), true);
 
     // Every bot the database knows as active, plus any loaded in memory.
     let mut user_ids: Vec<String> = trading::resumable_bots(&app.db.pool)
@@ -239,6 +273,7 @@ pub async fn deactivate(
     )
     .await?;
     tx.commit().await?;
+    app.engine.kill_switch_seen.store(now_ms(), false);
     Ok(KillSwitchState {
         active: false,
         reason: None,

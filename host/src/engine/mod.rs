@@ -111,6 +111,8 @@ pub struct Engine {
     scans: AtomicU64,
     /// The venues' instrument rules.
     pub instruments: instruments::Instruments,
+    /// The kill switch as last read.
+    pub kill_switch_seen: kill_switch::Seen,
 }
 
 impl Engine {

@@ -232,7 +232,7 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
         }
     };
     if !reduce_only
-        && super::kill_switch::active(app)
+        && super::kill_switch::blocks_entries(app)
             .await
             .map_err(|e| OrderFailure::Failed(e.message))?
     {

@@ -287,7 +287,12 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
             act(app, trader, scan_seq, &signal.symbol, side, entry, None).await?;
         }
         // Inbound signals (webhooks) go through the same path, each once, under its own id.
-        for signal in inbound::waiting(app, &trader.user_id).await? {
+        let waiting = if trader.signals_waiting {
+            inbound::waiting(app, &trader.user_id).await?
+        } else {
+            Vec::new()
+        };
+        for signal in waiting {
             if now - signal.received_at > inbound::TTL_MS {
                 inbound::finish(
                     app,
@@ -355,6 +360,8 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
                 }
             }
         }
+        // All of them acted on (a failure above leaves the flag for the retried scan).
+        trader.signals_waiting = false;
     }
     trader.bot.scan_seq = scan_seq;
     trader.bot.last_scan_at = Some(now);

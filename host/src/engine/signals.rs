@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use super::{BotStatus, with_trader};
+use super::{BotStatus, lock};
 use crate::App;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::orders as order_rows;
@@ -47,7 +47,10 @@ impl SignalKind {
 
 /// Writes a signal for the user's running bot and wakes it.
 pub async fn accept(app: &App, signal: SignalRow) -> ApiResult<()> {
-    let status = with_trader(app, &signal.user_id, |trader| trader.status()).await?;
+    let cell = app.engine.cell(&signal.user_id);
+    let mut guard = lock(app, &cell).await?;
+    let trader = guard.as_mut().expect("loaded");
+    let status = trader.status();
     if status != BotStatus::Running {
         return Err(ApiError::new(
             ErrorCode::NotRunning,
@@ -65,6 +68,8 @@ pub async fn accept(app: &App, signal: SignalRow) -> ApiResult<()> {
         .retry_after(1));
     }
     rows::insert(&app.db.pool, &signal).await?;
+    trader.signals_waiting = true;
+    drop(guard);
     app.engine.wake_now(&signal.user_id);
     Ok(())
 }

@@ -98,6 +98,9 @@ pub struct Trader {
     pub accounts: HashMap<String, BrokerAccount>,
     /// Orders that may still fill (the rows of `orders` in a live state).
     pub live: Vec<OrderRow>,
+    /// Inbound signals may be waiting in `signals` (set when one is accepted, cleared when a scan
+    /// finds none), so scans without any do not ask the database.
+    pub signals_waiting: bool,
     pub stats: Stats,
     pub active_alarms: HashMap<String, AlarmRow>,
     pub last_raised: HashMap<String, i64>,
@@ -129,6 +132,7 @@ impl Trader {
         };
         let positions = trading::open_positions(db, user_id).await?;
         let live = orders::live(db, user_id).await?;
+        let signals_waiting = crate::store::signals::count_waiting(db, user_id).await? > 0;
         let bot = match trading::bot(db, user_id).await? {
             Some(bot) => bot,
             None => BotRow {
@@ -175,6 +179,7 @@ impl Trader {
             positions,
             accounts: HashMap::new(),
             live,
+            signals_waiting,
             stats,
             active_alarms,
             last_raised,

@@ -168,3 +168,94 @@ pub(crate) mod testing {
         (db, dir)
     }
 }
+
+#[cfg(test)]
+mod migration_tests {
+    use super::*;
+    use crate::engine::order_state::OrderStatus;
+
+    /// A database written by the previous release (migrations up to 0008) keeps its orders,
+    /// ledger and positions through the execution migration: pending orders become `new`
+    /// (reconciliation asks the venue about them, nothing is re-sent), failed ones `expired`,
+    /// every booked ledger row gets its fill, and positions read with their exact cost.
+    #[tokio::test]
+    async fn the_execution_migration_carries_an_existing_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = crate::config::sqlite_url(&dir.path().join("old.db"));
+        let db = Db::connect(&url).await.unwrap();
+        SQLITE_MIGRATIONS.run_to(8, &db.pool).await.unwrap();
+        let pool = &db.pool;
+        users::insert(
+            pool,
+            &users::NewUser {
+                id: "u1",
+                email: "u1@example.com",
+                full_name: "U",
+                password_hash: "x",
+                role: "user",
+                trial_ends_at: None,
+                created_at: 0,
+            },
+        )
+        .await
+        .unwrap();
+        for sql in [
+            "INSERT INTO orders (id, user_id, client_order_id, broker, symbol, side, intent, quantity, position_id, status, created_at, updated_at) \
+             VALUES ('o1', 'u1', 'th-1', 'paper', 'BTC-USD', 'BUY', 'open_long', '0.5', NULL, 'filled', 1, 1), \
+                    ('o2', 'u1', 'th-2', 'paper', 'ETH-USD', 'BUY', 'open_long', '2', NULL, 'pending', 2, 2), \
+                    ('o3', 'u1', 'th-3', 'paper', 'SOL-USD', 'BUY', 'open_long', '3', NULL, 'failed', 3, 3)",
+            "INSERT INTO ledger (id, user_id, order_id, position_id, broker, symbol, side, action, quantity, price, notional, fee, realized_pnl, cash_after, created_at) \
+             VALUES ('l1', 'u1', 'o1', 'p1', 'paper', 'BTC-USD', 'BUY', 'OPEN', '0.5', '60000', '30000', '30', '0', '-30', 1)",
+            "INSERT INTO positions (id, user_id, broker, symbol, side, quantity, entry_price, entry_fees, extreme_price, current_price, status, opened_at, updated_at) \
+             VALUES ('p1', 'u1', 'paper', 'BTC-USD', 'long', '0.5', '60000', '30', '60000', '61000', 'open', 1, 1)",
+        ] {
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(pool)
+                .await
+                .unwrap();
+        }
+        db.migrate().await.unwrap();
+
+        let statuses: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT id, status, filled_quantity FROM orders ORDER BY id")
+                .fetch_all(pool)
+                .await
+                .unwrap();
+        assert_eq!(
+            statuses,
+            [
+                ("o1", "filled", "0.5"),
+                ("o2", "new", "0"),
+                ("o3", "expired", "0")
+            ]
+            .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        );
+        for (_, status, _) in &statuses {
+            assert!(OrderStatus::parse(status).is_some(), "{status}");
+        }
+        let fills = orders::fills_of(pool, "o1").await.unwrap();
+        assert_eq!(fills.len(), 1);
+        assert_eq!(
+            (
+                fills[0].quantity.as_str(),
+                fills[0].price.as_str(),
+                fills[0].fee.as_str()
+            ),
+            ("0.5", "60000", "30")
+        );
+        let fill_id: Option<String> =
+            sqlx::query_scalar("SELECT fill_id FROM ledger WHERE id = 'l1'")
+                .fetch_one(pool)
+                .await
+                .unwrap();
+        assert_eq!(fill_id.as_deref(), Some("l1"));
+        let live = orders::live(pool, "u1").await.unwrap();
+        assert_eq!(
+            live.iter().map(|o| o.id.as_str()).collect::<Vec<_>>(),
+            ["o2"]
+        );
+        let positions = trading::open_positions(pool, "u1").await.unwrap();
+        assert_eq!(positions[0].cost, "30000".parse().unwrap());
+        assert_eq!(positions[0].closing, None);
+    }
+}

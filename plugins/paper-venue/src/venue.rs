@@ -580,11 +580,14 @@ impl<S: Store> Venue<'_, S> {
                 request.client_order_id
             )));
         }
-        if request.reduce_only {
-            let held = account
-                .holdings
-                .get(&request.symbol)
-                .map_or(Decimal::ZERO, |h| h.quantity);
+        // A reduce-only order never grows or flips what the venue holds. When it holds nothing of
+        // the symbol the order is taken as closing a position the venue has no record of (one
+        // opened before it kept a book).
+        let held = account
+            .holdings
+            .get(&request.symbol)
+            .map_or(Decimal::ZERO, |h| h.quantity);
+        if request.reduce_only && !held.is_zero() {
             let reserved = self.working_reduce_only(&request.symbol, request.buy)?;
             let reducible = if request.buy { -held } else { held };
             if reducible <= Decimal::ZERO || request.quantity + reserved > reducible {
@@ -957,12 +960,12 @@ mod tests {
             config: &config,
             now: NOW,
         };
-        let close = OrderRequest {
-            reduce_only: true,
-            ..request("r1", OrderSide::Sell, "1")
-        };
-        assert!(matches!(venue.place(&close), Err(BrokerError::Rejected(_))));
         venue.place(&request("b", OrderSide::Buy, "1")).unwrap();
+        let grow = OrderRequest {
+            reduce_only: true,
+            ..request("r0", OrderSide::Buy, "1")
+        };
+        assert!(matches!(venue.place(&grow), Err(BrokerError::Rejected(_))));
         let too_much = OrderRequest {
             reduce_only: true,
             ..request("r2", OrderSide::Sell, "1.5")
@@ -971,9 +974,20 @@ mod tests {
             venue.place(&too_much),
             Err(BrokerError::Rejected(_))
         ));
+        let close = OrderRequest {
+            reduce_only: true,
+            ..request("r1", OrderSide::Sell, "1")
+        };
         venue.place(&close).unwrap();
         assert!(venue.positions().unwrap().is_empty());
         assert!(venue.get(&query("r2")).is_err());
+        // Holding nothing, the venue takes a reduce-only order as closing a position it never saw.
+        let unknown = OrderRequest {
+            reduce_only: true,
+            ..request("r3", OrderSide::Sell, "0.5")
+        };
+        venue.place(&unknown).unwrap();
+        assert_eq!(venue.positions().unwrap()[0].side, Side::Short);
     }
 
     #[test]
