@@ -7,6 +7,7 @@ use std::process::Command;
 /// Built-in plugins: crate directory and the artifact it produces.
 const BUILTINS: &[(&str, &str)] = &[
     ("broker-paper", "broker_paper.wasm"),
+    ("broker-binance", "broker_binance.wasm"),
     ("strategy-ema-cross", "strategy_ema_cross.wasm"),
     ("strategy-apex", "strategy_apex.wasm"),
     ("risk-guards", "risk_guards.wasm"),
@@ -21,7 +22,14 @@ fn main() {
         .to_path_buf();
     let plugins = root.join("plugins");
     watch(&root.join("wit"));
-    for entry in ["Cargo.toml", "Cargo.lock", "sdk", "testing", "paper-venue"] {
+    for entry in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "sdk",
+        "testing",
+        "paper-venue",
+        "exchange-kit",
+    ] {
         watch(&plugins.join(entry));
     }
     for (dir, _) in BUILTINS {

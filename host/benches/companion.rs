@@ -455,7 +455,7 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
         trading::insert_position(&mut *tx, user_id, &position, opened_at)
             .await
             .expect("a position");
-        trading::insert_ledger(&mut *tx, user_id, &new_id(), &new_id(), &open)
+        trading::insert_ledger(&mut *tx, user_id, &new_id(), Some(&new_id()), &open)
             .await
             .expect("a ledger row");
         events.push(Event {
@@ -480,7 +480,7 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
         trading::update_position(&mut *tx, &position, closed_at)
             .await
             .expect("the position closes");
-        trading::insert_ledger(&mut *tx, user_id, &new_id(), &new_id(), &close)
+        trading::insert_ledger(&mut *tx, user_id, &new_id(), Some(&new_id()), &close)
             .await
             .expect("a ledger row");
         trading::insert_trade(&mut *tx, user_id, &trade)
@@ -523,7 +523,7 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
         trading::insert_position(&mut *tx, user_id, &position, opened_at)
             .await
             .expect("a position");
-        trading::insert_ledger(&mut *tx, user_id, &new_id(), &new_id(), &open)
+        trading::insert_ledger(&mut *tx, user_id, &new_id(), Some(&new_id()), &open)
             .await
             .expect("a ledger row");
         positions_value += side_sign(side) * float(open.notional);

@@ -124,7 +124,9 @@ pub fn broker_error(err: BrokerError) -> ApiError {
             format!("The broker is rate limiting; retry in {ms} ms"),
         )
         .retry_after(ms.div_ceil(1000).max(1).into()),
-        BrokerError::Timeout(msg) | BrokerError::Unavailable(msg) => ApiError::new(
+        BrokerError::Timeout(msg)
+        | BrokerError::Unavailable(msg)
+        | BrokerError::Unreachable(msg) => ApiError::new(
             ErrorCode::BrokerError,
             format!("The broker did not answer: {msg}"),
         ),

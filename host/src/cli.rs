@@ -176,10 +176,13 @@ fn check_plugin(
     })?;
     let manifest = Manifest::from_toml(&manifest_text).map_err(anyhow::Error::msg)?;
     let wasm = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let runtime = std::sync::Arc::new(PluginRuntime::new(
-        Some(&config.plugin_cache_dir),
-        config.plugin_limits,
-    )?);
+    let runtime = std::sync::Arc::new(
+        PluginRuntime::new(Some(&config.plugin_cache_dir), config.plugin_limits)?.with_egress(
+            crate::plugins::egress::Egress {
+                allow_private_network: config.plugin_allow_private_network,
+            },
+        ),
+    );
     let registry = Registry::new(runtime, None, None);
     let plugin = registry
         .check(&wasm, &manifest, false)

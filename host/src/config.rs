@@ -100,6 +100,9 @@ pub struct AppConfig {
     /// Compiled plugin artifacts (default: `<data_dir>/plugin-cache`).
     pub plugin_cache_dir: PathBuf,
     pub plugin_limits: crate::plugins::Limits,
+    /// Broker plugins may reach loopback, private, link-local and metadata addresses
+    /// (`TRADEHOST_PLUGIN_ALLOW_PRIVATE_NETWORK`; off unless the operator turns it on).
+    pub plugin_allow_private_network: bool,
     /// How long a new WebSocket connection has to send its `auth` message.
     pub ws_auth_timeout: Duration,
     pub smtp_url: Option<String>,
@@ -325,6 +328,7 @@ impl AppConfig {
                 fuel: plugin_fuel,
                 deadline: Duration::from_millis(plugin_timeout_ms),
             },
+            plugin_allow_private_network: flag("TRADEHOST_PLUGIN_ALLOW_PRIVATE_NETWORK")?,
             ws_auth_timeout: Duration::from_millis(ws_auth_timeout_ms),
             smtp_url: env("TRADEHOST_SMTP_URL").or(file.smtp_url),
             mail_from: env("TRADEHOST_MAIL_FROM")

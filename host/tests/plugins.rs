@@ -54,6 +54,17 @@ fn registry_with(limits: Limits) -> Registry {
     registry
 }
 
+/// A registry whose plugins may reach loopback and private addresses.
+fn registry_allowing_private_network() -> Registry {
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("plugin-cache");
+    let runtime = PluginRuntime::new(Some(&cache), Limits::default())
+        .unwrap()
+        .with_egress(tradehost::plugins::egress::Egress {
+            allow_private_network: true,
+        });
+    Registry::new(Arc::new(runtime), None, None)
+}
+
 fn registry() -> Registry {
     registry_with(Limits {
         deadline: Duration::from_millis(500),
@@ -916,9 +927,19 @@ async fn brokers_reach_only_the_hosts_their_manifest_allows() {
         }
     });
 
-    let registry = registry();
     let mut manifest = manifest("testing/guest-http-broker");
     manifest.allowed_hosts = vec!["127.0.0.1".into()];
+    // A manifest naming a loopback host is refused unless the operator allows the private
+    // network (the stand-in exchange here is on loopback).
+    let refused = registry()
+        .install_local(&artifact("guest-http-broker"), &manifest)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("loopback") && refused.contains("TRADEHOST_PLUGIN_ALLOW_PRIVATE_NETWORK"),
+        "{refused}"
+    );
+    let registry = registry_allowing_private_network();
     registry
         .install_local(&artifact("guest-http-broker"), &manifest)
         .unwrap();

@@ -6,6 +6,7 @@
 
 pub mod chaos;
 pub mod companion;
+pub mod exchange;
 pub mod venue;
 
 use std::io::{BufRead, BufReader};
@@ -37,11 +38,30 @@ pub fn binary() -> &'static Path {
             return PathBuf::from(path);
         }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
+        let mut build = Command::new(cargo);
+        build
             .args(["build", "--quiet", "-p", "tradehost", "--bin", "tradehost"])
-            .current_dir(repo_root())
-            .status()
-            .expect("cargo runs");
+            .current_dir(repo_root());
+        // What `cargo test` sets for this test binary is not for the nested build: build scripts
+        // that watch such variables (ring watches CARGO_MANIFEST_DIR) would rebuild, and the
+        // next `cargo test` would rebuild them back.
+        for (name, _) in std::env::vars_os() {
+            let Some(name) = name.to_str() else { continue };
+            let cargo_set = name.starts_with("CARGO_")
+                && name != "CARGO_HOME"
+                && name != "CARGO_TARGET_DIR"
+                && !name.starts_with("CARGO_BUILD_")
+                && !name.starts_with("CARGO_NET_")
+                && !name.starts_with("CARGO_REGISTRIES_")
+                && !name.starts_with("CARGO_REGISTRY_")
+                && !name.starts_with("CARGO_PROFILE_")
+                && !name.starts_with("CARGO_TERM_")
+                && !name.starts_with("CARGO_HTTP_");
+            if cargo_set {
+                build.env_remove(name);
+            }
+        }
+        let status = build.status().expect("cargo runs");
         assert!(status.success(), "building the tradehost binary failed");
         // target/<profile>/deps/<this test> -> target/<profile>/tradehost
         let exe = std::env::current_exe().expect("test executable path");

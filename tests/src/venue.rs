@@ -1,5 +1,6 @@
-//! The paper venue's own record of an account (read from the broker plugin's store) and the
-//! books compared with it, exactly: the truth a test holds tradehost's order handling to.
+//! A venue's own record of an account (the paper venue's, read from the broker plugin's store;
+//! the exchange simulator's, from its engine) and the books compared with it, exactly: the truth
+//! a test holds tradehost's order handling to.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -34,7 +35,7 @@ pub struct VenueBook {
     pub orders: BTreeMap<String, VenueOrder>,
     /// Cash its fills moved, per asset.
     pub cash: BTreeMap<String, Decimal>,
-    /// Signed holdings per symbol.
+    /// Signed holdings per asset (`BTC`), beyond what the account held before it traded.
     pub holdings: BTreeMap<String, Decimal>,
 }
 
@@ -51,6 +52,11 @@ fn dec(value: &Value) -> Result<Decimal> {
         .with_context(|| format!("not a decimal string: {value}"))?
         .parse()
         .with_context(|| format!("not a decimal: {value}"))
+}
+
+/// `BTC` of `BTC-USD`.
+pub fn asset_of(symbol: &str) -> &str {
+    symbol.split_once('-').map_or(symbol, |(base, _)| base)
 }
 
 fn text_dec(text: &str) -> Result<Decimal> {
@@ -107,8 +113,10 @@ impl Server {
                     book.cash.insert(asset.clone(), dec(cash)?);
                 }
                 for (symbol, holding) in account["holdings"].as_object().context("holdings")? {
-                    book.holdings
-                        .insert(symbol.clone(), dec(&holding["quantity"])?);
+                    *book
+                        .holdings
+                        .entry(asset_of(symbol).to_string())
+                        .or_default() += dec(&holding["quantity"])?;
                 }
             }
         }
@@ -121,8 +129,19 @@ impl Server {
     /// cash the venue moved, and cash + marked positions = initial + realized + unrealized − fees.
     /// Meant for an account that trades only on this venue, with no order left live.
     pub async fn assert_books_match_venue(&self, plugin: &str, user_id: &str) -> Result<Compared> {
-        let db = self.db().await;
         let venue = self.venue_book(plugin, user_id).await?;
+        self.assert_books_match(plugin, user_id, &venue).await
+    }
+
+    /// As [`Server::assert_books_match_venue`], against `venue`. Holdings are compared per asset,
+    /// less what the books record as held apart from tradehost (dust left by closes).
+    pub async fn assert_books_match(
+        &self,
+        plugin: &str,
+        user_id: &str,
+        venue: &VenueBook,
+    ) -> Result<Compared> {
+        let db = self.db().await;
         let live: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM orders WHERE user_id = $1 AND status IN ('new', 'submitted', 'partially_filled', 'unknown')",
         )
@@ -168,10 +187,13 @@ impl Server {
                 total == filled,
                 "order {client_order_id}: filled_quantity {filled} but fills sum to {total}"
             );
-            let ledger: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM ledger WHERE order_id = $1")
-                .bind(&id)
-                .fetch_one(db)
-                .await?;
+            // One ledger row per fill (and, for a close, possibly one for dust left at the venue).
+            let ledger: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM ledger WHERE order_id = $1 AND fill_id IS NOT NULL",
+            )
+            .bind(&id)
+            .fetch_one(db)
+            .await?;
             ensure!(
                 ledger as usize == booked.len(),
                 "order {client_order_id}: {ledger} ledger rows for {} fills",
@@ -236,16 +258,32 @@ impl Server {
                 None => quantity * text_dec(&position.try_get::<String, _>(4)?)?,
             };
             let mark = text_dec(&position.try_get::<String, _>(5)?)?;
-            *held.entry(symbol).or_default() += sign * quantity;
+            *held.entry(asset_of(&symbol).to_string()).or_default() += sign * quantity;
             marked += sign * quantity * mark;
             unrealized += sign * (quantity * mark - cost);
         }
         held.retain(|_, q| !q.is_zero());
+        let apart = sqlx::query(
+            "SELECT symbol, quantity FROM venue_baselines WHERE user_id = $1 AND broker = $2",
+        )
+        .bind(user_id)
+        .bind(plugin)
+        .fetch_all(db)
+        .await?;
+        let mut apart_of: BTreeMap<String, Decimal> = BTreeMap::new();
+        for row in &apart {
+            apart_of.insert(row.try_get(0)?, text_dec(&row.try_get::<String, _>(1)?)?);
+        }
         let venue_holdings: BTreeMap<String, Decimal> = venue
             .holdings
             .iter()
+            .map(|(asset, q)| {
+                (
+                    asset.clone(),
+                    *q - apart_of.get(asset).copied().unwrap_or_default(),
+                )
+            })
             .filter(|(_, q)| !q.is_zero())
-            .map(|(s, q)| (s.clone(), *q))
             .collect();
         ensure!(
             held == venue_holdings,

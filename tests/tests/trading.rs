@@ -415,7 +415,7 @@ async fn stop_leaves_positions_open_or_closes_them_as_asked() {
         .post(
             "/api/v1/trading/start",
             Some(&token),
-            json!({"broker": "binance"}),
+            json!({"broker": "ftx"}),
         )
         .await
         .expect_error(400, "UNSUPPORTED_BROKER");

@@ -66,12 +66,25 @@ impl Rules {
     }
 }
 
+/// The asset an instrument trades (`BTC` of `BTC-USD`). Holdings are compared per asset, since
+/// a spot venue holds assets, whatever they were bought against.
+pub fn asset_of(symbol: &str) -> &str {
+    symbol.split_once('-').map_or(symbol, |(base, _)| base)
+}
+
 #[derive(Default)]
 pub struct Instruments {
     cache: DashMap<(String, String), (Rules, i64)>,
 }
 
 impl Instruments {
+    /// The rules of `symbol` at `broker` if known, however old.
+    pub fn cached(&self, broker: &str, symbol: &str) -> Option<Rules> {
+        self.cache
+            .get(&(broker.to_string(), symbol.to_string()))
+            .map(|entry| entry.0)
+    }
+
     /// The rules of `symbol` at `broker`: cached, or asked of the venue.
     pub async fn rules(
         &self,

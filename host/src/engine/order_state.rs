@@ -13,9 +13,11 @@
 //! - `new`: written before it is sent. After a crash it may or may not have reached the venue;
 //!   reconciliation asks.
 //! - `unknown`: sent, and the answer was lost (timeout, outage, a failed plugin call).
-//! - The books follow the fills: an order is `filled` only once fills for its whole quantity are
-//!   booked, whatever the venue's status says; a venue that reports more filled than tradehost
-//!   has booked keeps the order live until the missing fills are found.
+//! - The books follow the fills: an order is `filled` once fills for its whole quantity are
+//!   booked, or once the venue calls it filled and every fill it counts is booked (a venue that
+//!   takes its fee out of the asset bought reports fills net of it, so they add up to less than
+//!   the order). A venue that reports more filled than tradehost has booked keeps the order live
+//!   until the missing fills are found.
 //! - `filled`, `cancelled`, `rejected` and `expired` are final. A fill reported late for a
 //!   cancelled or expired order is still booked (the venue's fills are the truth); if it
 //!   completes the order, the order becomes `filled`.
@@ -170,6 +172,12 @@ pub fn apply(
         ) => {
             match venue {
                 _ if progress.complete() => S::Filled,
+                // Filled net of a fee taken in the asset bought: nothing more will come.
+                VenueStatus::Filled
+                    if !progress.booked.is_zero() && !missing_fills(venue_filled) =>
+                {
+                    S::Filled
+                }
                 VenueStatus::Rejected
                     if progress.booked.is_zero() && !missing_fills(venue_filled) =>
                 {
@@ -338,6 +346,37 @@ mod tests {
         );
         assert_eq!(
             ok(S::Submitted, reported(VenueStatus::Filled, "3"), "0"),
+            S::PartiallyFilled
+        );
+        // Filled with nothing counted yet: live until fills show up.
+        assert_eq!(
+            ok(S::Submitted, reported(VenueStatus::Filled, "0"), "0"),
+            S::Submitted
+        );
+    }
+
+    #[test]
+    fn filled_net_of_a_fee_in_the_asset_bought_is_filled() {
+        // 3 bought, 0.003 kept by the venue as its fee: the fills add up to 2.997.
+        assert_eq!(
+            ok(
+                S::Submitted,
+                reported(VenueStatus::Filled, "2.997"),
+                "2.997"
+            ),
+            S::Filled
+        );
+        assert_eq!(
+            ok(S::Unknown, reported(VenueStatus::Filled, "2.997"), "2.997"),
+            S::Filled
+        );
+        // Still partly filled at the venue: not filled, however little is left.
+        assert_eq!(
+            ok(
+                S::Submitted,
+                reported(VenueStatus::PartiallyFilled, "2.997"),
+                "2.997"
+            ),
             S::PartiallyFilled
         );
     }

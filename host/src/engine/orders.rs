@@ -19,6 +19,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::accounting::{self, Fill, LedgerEntry, OpenRequest, Position, Side, float};
+use super::instruments;
 use super::order_state::{self, OrderEvent, OrderStatus, Progress, VenueStatus};
 use super::trader::Trader;
 use crate::App;
@@ -28,6 +29,7 @@ use crate::plugins::bindings::types::{
 };
 use crate::plugins::{PluginKind, decimal, off_thread};
 use crate::store::orders::{self as rows, FillRow, OrderRow, OrderUpdate};
+use crate::store::reconciliation as baseline_rows;
 use crate::store::{iso8601, new_id, now_ms, signals as signal_rows, trading};
 
 /// The first check of a live order; later ones back off from it.
@@ -117,6 +119,7 @@ pub fn describe_error(err: &BrokerError) -> String {
         BrokerError::Unsupported(m) => format!("unsupported: {m}"),
         BrokerError::NotFound(m) => format!("not found: {m}"),
         BrokerError::RateLimited(ms) => format!("rate limited; retry after {ms} ms"),
+        BrokerError::Unreachable(m) => format!("unreachable: {m}"),
         BrokerError::Timeout(m) => format!("timed out: {m}"),
         BrokerError::Unavailable(m) => format!("unavailable: {m}"),
     }
@@ -594,9 +597,15 @@ pub async fn record(
                 }
             }
         };
-        trading::insert_ledger(&mut *tx, &trader.user_id, &order.id, &fill_row.id, &entry)
-            .await
-            .map_err(db_err)?;
+        trading::insert_ledger(
+            &mut *tx,
+            &trader.user_id,
+            &order.id,
+            Some(&fill_row.id),
+            &entry,
+        )
+        .await
+        .map_err(db_err)?;
         booked += entry.quantity;
         new_entries.push(entry);
     }
@@ -621,6 +630,66 @@ pub async fn record(
             }
         },
     };
+    // A closing order that filled leaves nothing of its position: the order was sized to the
+    // whole position rounded down to the venue's lot, so what remains is dust the venue will not
+    // trade. It leaves the books at the last fill's price with its value as a fee (part of this
+    // close's trade), and joins what the venue holds apart from tradehost.
+    if order.is_close()
+        && next == OrderStatus::Filled
+        && status.is_live()
+        && let Some(mut position) = touched
+            .get(&position_id)
+            .cloned()
+            .or_else(|| trader.position(&position_id).cloned())
+        && position.quantity > Decimal::ZERO
+        && app
+            .engine
+            .instruments
+            .cached(&order.broker, &order.symbol)
+            .is_none_or(|rules| position.quantity < rules.lot_size)
+    {
+        let dust = position.quantity;
+        let price = position.current_price;
+        let at_ms = new_entries.last().map_or(now, |e| e.at_ms);
+        let (entry, _) = account.close(
+            &mut position,
+            Fill {
+                quantity: dust,
+                price,
+                fee: (dust * price).round_dp(accounting::SCALE),
+                at_ms,
+            },
+            order.exit_reason.as_deref().unwrap_or("signal"),
+            new_id(),
+            String::new(),
+        );
+        trading::update_position(&mut *tx, &position, now)
+            .await
+            .map_err(db_err)?;
+        trading::insert_ledger(&mut *tx, &trader.user_id, &order.id, None, &entry)
+            .await
+            .map_err(db_err)?;
+        let asset = instruments::asset_of(&order.symbol);
+        let held_apart = baseline_rows::baseline(&mut *tx, &trader.user_id, &order.broker, asset)
+            .await
+            .map_err(db_err)?;
+        if let Some(held_apart) = held_apart.and_then(|text| decimal::parse(&text).ok()) {
+            let held_apart = held_apart + position.side.sign() * dust;
+            baseline_rows::set_baseline(
+                &mut *tx,
+                &trader.user_id,
+                &order.broker,
+                asset,
+                &decimal::text(held_apart),
+                now,
+            )
+            .await
+            .map_err(db_err)?;
+        }
+        tracing::info!(user_id = %trader.user_id, position_id = %position.id, %dust, "dust below the lot left at the venue");
+        touched.insert(position_id.clone(), position);
+        new_entries.push(entry);
+    }
     let checks = if next.is_live() {
         order.checks + 1
     } else {
@@ -815,6 +884,7 @@ mod tests {
             BrokerError::Auth("a".into()),
             BrokerError::RateLimited(100),
             BrokerError::Unsupported("u".into()),
+            BrokerError::Unreachable("no route".into()),
         ] {
             assert!(not_placed(&err), "{err:?}");
         }

@@ -7,9 +7,10 @@
 //!   (venues forget a client order id once the order is done); only when neither knows it, past
 //!   a short grace, is it taken as never placed. Nothing is ever sent again to find out.
 //! - **Positions.** Before a bot's first order after a start or a restart, and every few minutes
-//!   while it runs (with no order in flight), each instrument it trades is compared: what the
-//!   venue holds must equal what it held apart from tradehost (recorded the first time the
-//!   instrument is compared) plus tradehost's open positions there. A difference puts the bot in
+//!   while it runs (with no order in flight), each asset it trades is compared: what the venue
+//!   holds must equal what it held apart from tradehost (recorded the first time the asset is
+//!   compared) plus tradehost's open positions in it (a spot venue holds assets, whatever they
+//!   were bought against). A difference puts the bot in
 //!   `error` with the difference in `last_error`, an audit row and an alarm; it places nothing
 //!   until the user or an operator resolves it.
 
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::accounting::{self, Fill};
 use super::alarms::{self, RECONCILIATION_MISMATCH};
+use super::instruments::asset_of;
 use super::order_state::{OrderEvent, OrderStatus};
 use super::orders::{self, Observation, describe_error, next_check};
 use super::trader::Trader;
@@ -279,17 +281,17 @@ fn position_discrepancy(
     }
 }
 
-/// The books' signed quantity of `symbol` at `broker`.
-fn ours(trader: &Trader, broker: &str, symbol: &str) -> Decimal {
+/// The books' signed quantity of `asset` at `broker`.
+fn ours(trader: &Trader, broker: &str, asset: &str) -> Decimal {
     trader
         .positions
         .iter()
-        .filter(|p| p.broker == broker && p.symbol == symbol)
+        .filter(|p| p.broker == broker && asset_of(&p.symbol) == asset)
         .map(|p| p.side.sign() * p.quantity)
         .sum()
 }
 
-/// What the venue holds, signed, by symbol; `None` when the broker cannot say.
+/// What the venue holds, signed, by asset; `None` when the broker cannot say.
 async fn venue_holdings(
     app: &App,
     trader: &mut Trader,
@@ -314,7 +316,9 @@ async fn venue_holdings(
             wire::Side::Long => quantity,
             wire::Side::Short => -quantity,
         };
-        *holdings.entry(position.symbol).or_insert(Decimal::ZERO) += signed;
+        *holdings
+            .entry(asset_of(&position.symbol).to_string())
+            .or_insert(Decimal::ZERO) += signed;
     }
     Ok(Some(holdings))
 }
@@ -336,19 +340,19 @@ pub async fn positions(app: &App, trader: &mut Trader) -> Result<Comparison, Str
         brokers
             .entry(trader.bot.broker.clone())
             .or_default()
-            .extend(trader.symbols());
+            .extend(trader.symbols().iter().map(|s| asset_of(s).to_string()));
     }
     for position in &trader.positions {
         brokers
             .entry(position.broker.clone())
             .or_default()
-            .insert(position.symbol.clone());
+            .insert(asset_of(&position.symbol).to_string());
     }
     let mut comparison = Comparison {
         complete: true,
         discrepancies: Vec::new(),
     };
-    for (broker, symbols) in brokers {
+    for (broker, assets) in brokers {
         if trader.live.iter().any(|o| o.broker == broker) {
             comparison.complete = false;
             continue;
@@ -356,7 +360,7 @@ pub async fn positions(app: &App, trader: &mut Trader) -> Result<Comparison, Str
         let Some(holdings) = venue_holdings(app, trader, &broker).await? else {
             continue;
         };
-        for symbol in symbols {
+        for symbol in assets {
             let ours = ours(trader, &broker, &symbol);
             let theirs = holdings.get(&symbol).copied().unwrap_or_default();
             let baseline = rows::baseline(&app.db.pool, &trader.user_id, &broker, &symbol)
@@ -717,7 +721,7 @@ async fn accept_holding(
     let positions: Vec<String> = trader
         .positions
         .iter()
-        .filter(|p| &p.broker == broker && &p.symbol == symbol)
+        .filter(|p| &p.broker == broker && asset_of(&p.symbol) == symbol)
         .map(|p| p.id.clone())
         .collect();
     for position_id in positions {
@@ -783,9 +787,15 @@ async fn write_off(
     trading::update_position(&mut *tx, &position, now)
         .await
         .map_err(db_err)?;
-    trading::insert_ledger(&mut *tx, &trader.user_id, reference, reference, &entry)
-        .await
-        .map_err(db_err)?;
+    trading::insert_ledger(
+        &mut *tx,
+        &trader.user_id,
+        reference,
+        Some(reference),
+        &entry,
+    )
+    .await
+    .map_err(db_err)?;
     trading::insert_trade(&mut *tx, &trader.user_id, &trade)
         .await
         .map_err(db_err)?;

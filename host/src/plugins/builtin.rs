@@ -12,6 +12,10 @@ pub const BUILTINS: &[Builtin] = &[
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/broker_paper.wasm")),
     },
     Builtin {
+        manifest: include_str!("../../../plugins/broker-binance/plugin.toml"),
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/broker_binance.wasm")),
+    },
+    Builtin {
         manifest: include_str!("../../../plugins/strategy-ema-cross/plugin.toml"),
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/strategy_ema_cross.wasm")),
     },

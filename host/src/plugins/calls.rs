@@ -259,6 +259,9 @@ impl PluginRuntime {
         creds: &Credentials,
     ) -> Result<Result<AccountCheck, BrokerError>, PluginError> {
         let target = &active.target;
+        if let Some(wait) = self.rate_gate.closed(&target.name, "") {
+            return Ok(Err(wait));
+        }
         let result = match &active.plugin.prepared {
             Prepared::Broker(pre) => self.call(target, pre, |store, pre| {
                 pre.instantiate(&mut *store)?
@@ -280,7 +283,9 @@ impl PluginRuntime {
         {
             return Err(contract(target, "oversized permissions"));
         }
-        Ok(result.map_err(bounded_error))
+        Ok(self
+            .rate_gate
+            .observe(&target.name, "", result.map_err(bounded_error)))
     }
 
     /// Every asset the account holds.
@@ -290,6 +295,9 @@ impl PluginRuntime {
         account: &BrokerAccount,
     ) -> Result<Result<Vec<AssetBalance>, BrokerError>, PluginError> {
         let target = &active.target;
+        if let Some(wait) = self.rate_gate.closed(&target.name, &account.user_id) {
+            return Ok(Err(wait));
+        }
         let result = match &active.plugin.prepared {
             Prepared::Broker(pre) => {
                 self.call_for(target, &account.user_id, pre, |store, pre| {
@@ -311,7 +319,11 @@ impl PluginRuntime {
         if let Ok(balances) = &result {
             check_balances(balances).map_err(|detail| contract(target, detail))?;
         }
-        Ok(result.map_err(bounded_error))
+        Ok(self.rate_gate.observe(
+            &target.name,
+            &account.user_id,
+            result.map_err(bounded_error),
+        ))
     }
 
     /// What the venue holds for the account, per instrument.
@@ -321,6 +333,9 @@ impl PluginRuntime {
         account: &BrokerAccount,
     ) -> Result<Result<Vec<BrokerPosition>, BrokerError>, PluginError> {
         let target = &active.target;
+        if let Some(wait) = self.rate_gate.closed(&target.name, &account.user_id) {
+            return Ok(Err(wait));
+        }
         let result = match &active.plugin.prepared {
             Prepared::Broker(pre) => {
                 self.call_for(target, &account.user_id, pre, |store, pre| {
@@ -342,7 +357,11 @@ impl PluginRuntime {
         if let Ok(positions) = &result {
             check_positions(positions).map_err(|detail| contract(target, detail))?;
         }
-        Ok(result.map_err(bounded_error))
+        Ok(self.rate_gate.observe(
+            &target.name,
+            &account.user_id,
+            result.map_err(bounded_error),
+        ))
     }
 
     /// The trading rules of `symbol`.
@@ -353,6 +372,9 @@ impl PluginRuntime {
         symbol: &str,
     ) -> Result<Result<Instrument, BrokerError>, PluginError> {
         let target = &active.target;
+        if let Some(wait) = self.rate_gate.closed(&target.name, &account.user_id) {
+            return Ok(Err(wait));
+        }
         let result = match &active.plugin.prepared {
             Prepared::Broker(pre) => {
                 self.call_for(target, &account.user_id, pre, |store, pre| {
@@ -369,7 +391,11 @@ impl PluginRuntime {
         if let Ok(instrument) = &result {
             check_instrument(instrument, symbol).map_err(|detail| contract(target, detail))?;
         }
-        Ok(result.map_err(bounded_error))
+        Ok(self.rate_gate.observe(
+            &target.name,
+            &account.user_id,
+            result.map_err(bounded_error),
+        ))
     }
 
     pub fn broker_candles(
@@ -381,6 +407,9 @@ impl PluginRuntime {
         end_ms: i64,
     ) -> Result<Result<Vec<Candle>, BrokerError>, PluginError> {
         let target = &active.target;
+        if let Some(wait) = self.rate_gate.closed(&target.name, "") {
+            return Ok(Err(wait));
+        }
         let result = match &active.plugin.prepared {
             Prepared::Broker(pre) => self.call(target, pre, |store, pre| {
                 pre.instantiate(&mut *store)?.call_candles(
@@ -408,7 +437,9 @@ impl PluginRuntime {
         if let Ok(candles) = &result {
             check_candles(candles, limit, end_ms).map_err(|detail| contract(target, detail))?;
         }
-        Ok(result.map_err(bounded_error))
+        Ok(self
+            .rate_gate
+            .observe(&target.name, "", result.map_err(bounded_error)))
     }
 
     /// Places an order; the venue's report of it (a 0.1.0 broker's fill as a filled order).
@@ -419,6 +450,9 @@ impl PluginRuntime {
         order: &OrderRequest,
     ) -> Result<Result<OrderReport, BrokerError>, PluginError> {
         let target = &active.target;
+        if let Some(wait) = self.rate_gate.closed(&target.name, &account.user_id) {
+            return Ok(Err(wait));
+        }
         let result = match &active.plugin.prepared {
             Prepared::Broker(pre) => {
                 self.call_for(target, &account.user_id, pre, |store, pre| {
@@ -448,7 +482,11 @@ impl PluginRuntime {
         if let Ok(report) = &result {
             check_report(report, Some(order)).map_err(|detail| contract(target, detail))?;
         }
-        Ok(result.map_err(bounded_error))
+        Ok(self.rate_gate.observe(
+            &target.name,
+            &account.user_id,
+            result.map_err(bounded_error),
+        ))
     }
 
     /// The venue's current report of one order.
@@ -459,6 +497,9 @@ impl PluginRuntime {
         query: &OrderQuery,
     ) -> Result<Result<OrderReport, BrokerError>, PluginError> {
         let target = &active.target;
+        if let Some(wait) = self.rate_gate.closed(&target.name, &account.user_id) {
+            return Ok(Err(wait));
+        }
         let result = match &active.plugin.prepared {
             Prepared::Broker(pre) => {
                 self.call_for(target, &account.user_id, pre, |store, pre| {
@@ -487,7 +528,11 @@ impl PluginRuntime {
                 return Err(contract(target, "get-order answered a different order"));
             }
         }
-        Ok(result.map_err(bounded_error))
+        Ok(self.rate_gate.observe(
+            &target.name,
+            &account.user_id,
+            result.map_err(bounded_error),
+        ))
     }
 
     /// Orders still working at the venue.
@@ -498,6 +543,9 @@ impl PluginRuntime {
         symbol: Option<&str>,
     ) -> Result<Result<Vec<OrderReport>, BrokerError>, PluginError> {
         let target = &active.target;
+        if let Some(wait) = self.rate_gate.closed(&target.name, &account.user_id) {
+            return Ok(Err(wait));
+        }
         let symbol = symbol.map(str::to_string);
         let result = match &active.plugin.prepared {
             Prepared::Broker(pre) => {
@@ -523,7 +571,11 @@ impl PluginRuntime {
                 check_report(report, None).map_err(|detail| contract(target, detail))?;
             }
         }
-        Ok(result.map_err(bounded_error))
+        Ok(self.rate_gate.observe(
+            &target.name,
+            &account.user_id,
+            result.map_err(bounded_error),
+        ))
     }
 
     /// Fills at or after `since_ms`, oldest first.
@@ -535,6 +587,9 @@ impl PluginRuntime {
         symbol: Option<&str>,
     ) -> Result<Result<Vec<Fill>, BrokerError>, PluginError> {
         let target = &active.target;
+        if let Some(wait) = self.rate_gate.closed(&target.name, &account.user_id) {
+            return Ok(Err(wait));
+        }
         let symbol = symbol.map(str::to_string);
         let result = match &active.plugin.prepared {
             Prepared::Broker(pre) => {
@@ -561,7 +616,11 @@ impl PluginRuntime {
                 }
             }
         }
-        Ok(result.map_err(bounded_error))
+        Ok(self.rate_gate.observe(
+            &target.name,
+            &account.user_id,
+            result.map_err(bounded_error),
+        ))
     }
 
     /// Cancels a working order.
@@ -572,6 +631,9 @@ impl PluginRuntime {
         query: &OrderQuery,
     ) -> Result<Result<OrderReport, BrokerError>, PluginError> {
         let target = &active.target;
+        if let Some(wait) = self.rate_gate.closed(&target.name, &account.user_id) {
+            return Ok(Err(wait));
+        }
         let result = match &active.plugin.prepared {
             Prepared::Broker(pre) => {
                 self.call_for(target, &account.user_id, pre, |store, pre| {
@@ -588,7 +650,11 @@ impl PluginRuntime {
         if let Ok(report) = &result {
             check_report(report, None).map_err(|detail| contract(target, detail))?;
         }
-        Ok(result.map_err(bounded_error))
+        Ok(self.rate_gate.observe(
+            &target.name,
+            &account.user_id,
+            result.map_err(bounded_error),
+        ))
     }
 }
 
@@ -736,6 +802,7 @@ fn bounded_error(err: BrokerError) -> BrokerError {
         BrokerError::Unsupported(m) => BrokerError::Unsupported(cut(m)),
         BrokerError::NotFound(m) => BrokerError::NotFound(cut(m)),
         BrokerError::RateLimited(ms) => BrokerError::RateLimited(ms),
+        BrokerError::Unreachable(m) => BrokerError::Unreachable(cut(m)),
         BrokerError::Timeout(m) => BrokerError::Timeout(cut(m)),
         BrokerError::Unavailable(m) => BrokerError::Unavailable(cut(m)),
     }
@@ -774,11 +841,12 @@ fn not_negative(field: &str, text: &str) -> Result<rust_decimal::Decimal, String
     Ok(value)
 }
 
-/// One execution: ids, a positive quantity and price, a fee no larger than what was traded.
+/// One execution: ids (the client order id may be empty: some venues' trade lists do not carry
+/// it), a positive quantity and price, a fee no larger than what was traded.
 pub fn check_fill(fill: &Fill) -> Result<(), String> {
     if !(id_ok(&fill.trade_id)
         && id_ok(&fill.order_id)
-        && id_ok(&fill.client_order_id)
+        && fill.client_order_id.len() <= MAX_ID
         && id_ok(&fill.symbol))
     {
         return Err("a fill without its ids".into());

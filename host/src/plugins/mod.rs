@@ -3,7 +3,8 @@
 //! - `bindings`: host bindings of the WIT worlds in `wit/` (the current package and 0.1.0);
 //! - `runtime`: one Engine, a Linker per world, a fresh Store per call with limits;
 //! - `state`: what a call's Store holds, and the host capabilities (log, time, config, http,
-//!   store); `storage`: where broker plugins' stores live;
+//!   store); `storage`: where broker plugins' stores live; `egress`: what outgoing HTTP may reach;
+//!   `rate_gate`: broker calls held back while a venue asks them to wait;
 //! - `calls`: typed calls per world, every answer checked against the contract; `legacy`:
 //!   the adapter that lets 0.1.0 components answer them; `decimal`: the interface's numbers;
 //! - `registry`: loaded versions, activation, rollback, configuration, persistence;
@@ -13,9 +14,11 @@ pub mod bindings;
 pub mod builtin;
 pub mod calls;
 pub mod decimal;
+pub mod egress;
 pub mod error;
 pub mod legacy;
 pub mod manifest;
+pub mod rate_gate;
 pub mod registry;
 pub mod runtime;
 pub mod state;
@@ -62,7 +65,10 @@ pub async fn load(
     config: &crate::config::AppConfig,
     db: Option<crate::store::Db>,
 ) -> anyhow::Result<Registry> {
-    let mut runtime = PluginRuntime::new(Some(&config.plugin_cache_dir), config.plugin_limits)?;
+    let mut runtime = PluginRuntime::new(Some(&config.plugin_cache_dir), config.plugin_limits)?
+        .with_egress(egress::Egress {
+            allow_private_network: config.plugin_allow_private_network,
+        });
     if let Some(db) = &db {
         runtime = runtime.with_storage(std::sync::Arc::new(storage::DbStorage::new(db.clone())));
     }

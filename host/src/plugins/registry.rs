@@ -93,10 +93,47 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 fn make_active(plugin: Arc<LoadedPlugin>, config: BTreeMap<String, String>) -> Active {
     let target = CallTarget {
         name: Arc::from(plugin.manifest.name.as_str()),
+        allowed_hosts: reachable_hosts(&plugin.manifest, &config),
         config: Arc::new(config),
-        allowed_hosts: plugin.manifest.allowed_hosts.clone().into(),
     };
     Active { plugin, target }
+}
+
+/// The hosts a plugin's calls may reach: its manifest's, and the host of the `base_url` the
+/// operator configured (a testnet, a proxy, a local simulator). A plugin's configuration is set
+/// by operators only; users never choose where their keys are sent.
+fn reachable_hosts(manifest: &Manifest, config: &BTreeMap<String, String>) -> Arc<[String]> {
+    let mut hosts = manifest.allowed_hosts.clone();
+    if let Some(host) = config
+        .get("base_url")
+        .filter(|url| !url.trim().is_empty())
+        .and_then(|url| super::state::host_of(url))
+        && !hosts.contains(&host)
+    {
+        hosts.push(host);
+    }
+    hosts.into()
+}
+
+/// Why the hosts of a manifest (or a configured base URL) may not be reached under `egress`:
+/// an address in a private, loopback, link-local or metadata range, or a local name.
+fn unreachable_host(hosts: &[String], egress: super::egress::Egress) -> Option<String> {
+    if egress.allow_private_network {
+        return None;
+    }
+    hosts.iter().find_map(|host| {
+        let local_name = host == "localhost"
+            || host.ends_with(".localhost")
+            || host.ends_with(".local")
+            || host.ends_with(".internal");
+        let why = match host.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+            Ok(ip) => super::egress::forbidden(ip),
+            Err(_) => local_name.then_some("local"),
+        }?;
+        Some(format!(
+            "{host} is a {why} address; set TRADEHOST_PLUGIN_ALLOW_PRIVATE_NETWORK=true to allow it"
+        ))
+    })
 }
 
 impl Registry {
@@ -151,6 +188,9 @@ impl Registry {
         builtin: bool,
     ) -> Result<LoadedPlugin, PluginError> {
         manifest.validate().map_err(PluginError::Load)?;
+        if let Some(refusal) = unreachable_host(&manifest.allowed_hosts, self.runtime.egress()) {
+            return Err(PluginError::Load(format!("allowed_hosts: {refusal}")));
+        }
         let component = self.runtime.compile(wasm)?;
         let prepared = self.runtime.prepare(manifest.kind, &component)?;
         let defaults = manifest
@@ -373,6 +413,14 @@ impl Registry {
             .manifest
             .resolve_config(&values)
             .map_err(PluginError::Load)?;
+        if let Some(url) = config.get("base_url").filter(|url| !url.trim().is_empty()) {
+            let host = super::state::host_of(url).ok_or_else(|| {
+                PluginError::Load(format!("base_url {url} is not an http(s) URL"))
+            })?;
+            if let Some(refusal) = unreachable_host(&[host], self.runtime.egress()) {
+                return Err(PluginError::Load(format!("base_url: {refusal}")));
+            }
+        }
         let previous = slot.previous.lock().ok().and_then(|p| p.clone());
         self.save(
             name,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{
     Cache, CacheConfig, Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store,
-    Trap,
+    Trap, UpdateDeadline,
 };
 
 use super::PluginKind;
@@ -19,7 +19,9 @@ use super::bindings::broker::{Broker, BrokerPre};
 use super::bindings::risk_rule::{RiskRule, RiskRulePre};
 use super::bindings::strategy::{Strategy, StrategyPre};
 use super::bindings::{CURRENT_VERSION, LEGACY_VERSION, v0_1};
+use super::egress::{self, Egress};
 use super::error::PluginError;
+use super::rate_gate::RateGate;
 use super::state::PluginState;
 use super::storage::{MemoryStorage, PluginStorage, ScopeLocks, StoreAccess};
 
@@ -48,6 +50,13 @@ const MAX_CONCURRENT_INSTANCES: u32 = 256;
 
 /// How often the epoch advances; the deadline is counted in these ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// The longest a call may last, waits on outgoing HTTP included.
+const MAX_CALL_WALL_TIME: Duration = Duration::from_secs(60);
+
+fn ticks(time: Duration) -> u64 {
+    (time.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64
+}
 
 /// A component checked against its world and ready to instantiate: built against the current
 /// package, or against 0.1.0 (whose calls `legacy.rs` adapts).
@@ -97,6 +106,10 @@ pub struct PluginRuntime {
     /// Where broker plugins' stores live.
     storage: Arc<dyn PluginStorage>,
     scope_locks: ScopeLocks,
+    /// Outgoing HTTP: what it may reach, and its connection pool.
+    http: egress::Client,
+    /// Closed while a venue has asked a plugin's calls to wait.
+    pub(super) rate_gate: RateGate,
 }
 
 impl PluginRuntime {
@@ -165,7 +178,19 @@ impl PluginRuntime {
             ticker_stop,
             storage: Arc::new(MemoryStorage::default()),
             scope_locks: ScopeLocks::default(),
+            http: egress::Client::new(Egress::default()),
+            rate_gate: RateGate::default(),
         })
+    }
+
+    pub fn egress(&self) -> Egress {
+        self.http.egress()
+    }
+
+    /// Lets outgoing HTTP reach what `egress` allows.
+    pub fn with_egress(mut self, egress: Egress) -> Self {
+        self.http = egress::Client::new(egress);
+        self
     }
 
     /// Keeps broker plugins' stores in `storage` (the server's database).
@@ -236,14 +261,26 @@ impl PluginRuntime {
             target.allowed_hosts.clone(),
             self.limits.memory_bytes,
             access,
+            self.http.clone(),
         );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| state as &mut dyn wasmtime::ResourceLimiter);
         // Fuel is enabled on the engine, so this cannot fail.
         let _ = store.set_fuel(self.limits.fuel);
-        let ticks = (self.limits.deadline.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
-        store.set_epoch_deadline(ticks);
-        store.epoch_deadline_trap();
+        store.set_epoch_deadline(ticks(self.limits.deadline));
+        // At the deadline, time spent waiting on outgoing HTTP (each request bounded by its own
+        // timeout) is given back: the limit is on the plugin's own time, and on the whole call's.
+        let limit = self.limits.deadline;
+        store.epoch_deadline_callback(move |context| {
+            let state = context.data();
+            let elapsed = state.started.elapsed();
+            let own = elapsed.saturating_sub(state.waited);
+            if own < limit && elapsed < MAX_CALL_WALL_TIME {
+                Ok(UpdateDeadline::Continue(ticks(limit - own)))
+            } else {
+                Err(Trap::Interrupt.into())
+            }
+        });
         store
     }
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
@@ -15,13 +15,12 @@ use super::bindings::LogLevel;
 use super::bindings::broker::tradehost::plugin::{http, store};
 use super::bindings::strategy::tradehost::plugin::host;
 use super::bindings::v0_1;
+use super::egress;
 use super::storage::{self, StoreAccess};
 
 /// Log lines a plugin may write per call; more are dropped (a plugin cannot flood the log).
 const LOG_LINES_PER_CALL: u32 = 32;
 const LOG_LINE_MAX_CHARS: usize = 1024;
-/// Outgoing HTTP response bodies are capped so a hostile endpoint cannot fill the guest.
-const HTTP_BODY_MAX_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Per-call state of a plugin's store.
 pub struct PluginState {
@@ -36,6 +35,11 @@ pub struct PluginState {
     log_budget: u32,
     /// The user's store of a broker call made on their behalf.
     store: Option<StoreAccess>,
+    http: egress::Client,
+    /// When the call began, and how long it has waited on outgoing HTTP since: the deadline
+    /// counts the plugin's own time, not the venue's.
+    pub started: Instant,
+    pub waited: Duration,
 }
 
 impl PluginState {
@@ -45,6 +49,7 @@ impl PluginState {
         allowed_hosts: Arc<[String]>,
         memory_limit: usize,
         store: Option<StoreAccess>,
+        http: egress::Client,
     ) -> Self {
         let stdio = LogPipe {
             plugin: plugin.clone(),
@@ -67,7 +72,18 @@ impl PluginState {
             memory_exceeded: false,
             log_budget: LOG_LINES_PER_CALL,
             store,
+            http,
+            started: Instant::now(),
+            waited: Duration::ZERO,
         }
+    }
+
+    /// Sends a request, counting the wait apart from the plugin's own time.
+    fn send_timed(&mut self, req: http::Request) -> Result<http::Response, http::HttpError> {
+        let start = Instant::now();
+        let answer = self.http.send(req);
+        self.waited += start.elapsed();
+        answer
     }
 
     fn log_line(&mut self, level: LogLevel, message: &str) {
@@ -139,7 +155,7 @@ impl super::bindings::types::Host for PluginState {}
 impl http::Host for PluginState {
     fn send(&mut self, req: http::Request) -> Result<http::Response, http::HttpError> {
         self.check_host(&req.url)?;
-        send_http(req)
+        self.send_timed(req)
     }
 }
 
@@ -252,7 +268,7 @@ impl v0_1::broker::tradehost::plugin::http::Host for PluginState {
         };
         let answer = self
             .check_host(&request.url)
-            .and_then(|()| send_http(request));
+            .and_then(|()| self.send_timed(request));
         match answer {
             Ok(response) => Ok(old::Response {
                 status: response.status,
@@ -311,56 +327,6 @@ pub fn host_of(url: &str) -> Option<String> {
         host_port.split(':').next()?
     };
     (!host.is_empty()).then(|| host.to_ascii_lowercase())
-}
-
-fn send_http(req: http::Request) -> Result<http::Response, http::HttpError> {
-    let timeout = Duration::from_millis(u64::from(req.timeout_ms.clamp(100, 30_000)));
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(timeout))
-        // A connection that cannot be made in time is reported as unreachable: nothing was sent.
-        .timeout_connect(Some(timeout.min(Duration::from_secs(5))))
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .build()
-        .into();
-    let method = ureq::http::Method::from_bytes(req.method.to_ascii_uppercase().as_bytes())
-        .map_err(|_| http::HttpError::Failed(format!("invalid method {}", req.method)))?;
-    let mut builder = ureq::http::Request::builder().method(method).uri(&req.url);
-    for header in &req.headers {
-        builder = builder.header(&header.name, &header.value);
-    }
-    let request = builder
-        .body(req.body)
-        .map_err(|err| http::HttpError::Failed(err.to_string()))?;
-    let mut response = agent.run(request).map_err(|err| match err {
-        ureq::Error::Timeout(ureq::Timeout::Resolve | ureq::Timeout::Connect)
-        | ureq::Error::HostNotFound
-        | ureq::Error::ConnectionFailed
-        | ureq::Error::Tls(_)
-        | ureq::Error::Rustls(_) => http::HttpError::Unreachable(err.to_string()),
-        ureq::Error::Timeout(_) => http::HttpError::Timeout,
-        other => http::HttpError::Failed(other.to_string()),
-    })?;
-    let status = response.status().as_u16();
-    let headers = response
-        .headers()
-        .iter()
-        .map(|(name, value)| http::Header {
-            name: name.to_string(),
-            value: value.to_str().unwrap_or_default().to_string(),
-        })
-        .collect();
-    let body = response
-        .body_mut()
-        .with_config()
-        .limit(HTTP_BODY_MAX_BYTES)
-        .read_to_vec()
-        .map_err(|err| http::HttpError::Failed(err.to_string()))?;
-    Ok(http::Response {
-        status,
-        headers,
-        body,
-    })
 }
 
 /// stdout/stderr of a guest: each write is one log line at info, attributed to the plugin.

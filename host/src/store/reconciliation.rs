@@ -3,7 +3,8 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-/// The venue's quantity of `symbol` (signed) not from tradehost's positions, if recorded.
+/// The venue's quantity of an asset (signed) not from tradehost's positions, if recorded. The
+/// `symbol` column holds the asset (`BTC`): spot venues hold assets, not pairs.
 pub async fn baseline<'e>(
     exec: impl Executor<'e, Database = Any>,
     user_id: &str,

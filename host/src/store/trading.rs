@@ -549,7 +549,8 @@ pub async fn insert_ledger<'e>(
     exec: impl Executor<'e, Database = Any>,
     user_id: &str,
     order_id: &str,
-    fill_id: &str,
+    // The fill the row books; none for dust left at the venue.
+    fill_id: Option<&str>,
     e: &LedgerEntry,
 ) -> sqlx::Result<()> {
     sqlx::query(

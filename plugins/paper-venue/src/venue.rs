@@ -39,59 +39,10 @@ const LIMIT_SCAN_MINUTES: u32 = 1000;
 /// Most changes one store write may carry.
 const MAX_CHANGES: usize = 256;
 
-/// The account's durable storage (the host's `store` inside the component; a map in tests).
-pub trait Store {
-    fn get(&self, key: &str) -> Option<String>;
-    fn write(&mut self, changes: Vec<(String, Option<String>)>) -> Result<(), String>;
-    fn scan(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> Vec<(String, String)>;
-}
-
-impl Store for BTreeMap<String, String> {
-    fn get(&self, key: &str) -> Option<String> {
-        BTreeMap::get(self, key).cloned()
-    }
-
-    fn write(&mut self, changes: Vec<(String, Option<String>)>) -> Result<(), String> {
-        for (key, value) in changes {
-            match value {
-                Some(value) => self.insert(key, value),
-                None => self.remove(&key),
-            };
-        }
-        Ok(())
-    }
-
-    fn scan(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> Vec<(String, String)> {
-        self.range(prefix.to_string()..)
-            .take_while(|(key, _)| key.starts_with(prefix))
-            .filter(|(key, _)| start_after.is_none_or(|after| key.as_str() > after))
-            .take(limit as usize)
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    }
-}
-
-/// The host's store for the account a call is made for (inside a component).
+// The account's durable storage: the host's `store` inside the component, a map in tests.
 #[cfg(target_arch = "wasm32")]
-pub struct HostStore;
-
-#[cfg(target_arch = "wasm32")]
-impl Store for HostStore {
-    fn get(&self, key: &str) -> Option<String> {
-        tradehost_sdk::broker::tradehost::plugin::store::get(key)
-    }
-
-    fn write(&mut self, changes: Vec<(String, Option<String>)>) -> Result<(), String> {
-        tradehost_sdk::broker::tradehost::plugin::store::write(&changes)
-    }
-
-    fn scan(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> Vec<(String, String)> {
-        tradehost_sdk::broker::tradehost::plugin::store::scan(prefix, start_after, limit)
-            .into_iter()
-            .map(|entry| (entry.key, entry.value))
-            .collect()
-    }
-}
+pub use tradehost_sdk::store::HostStore;
+pub use tradehost_sdk::store::Store;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -6,7 +6,8 @@
 //! - [`types`] and [`host`] are the shared interfaces (generated once, used by all three worlds);
 //!   brokers also import `http` and `store` ([`broker::tradehost::plugin`]).
 //! - [`indicators`] are pure technical indicators; [`config`] reads typed configuration values;
-//!   [`state`] keeps small per-symbol memos in a strategy's state blob.
+//!   [`state`] keeps small per-symbol memos in a strategy's state blob; [`store`] is a broker's
+//!   durable storage for the account a call is made for.
 //!
 //! Everything except the `host` imports is plain Rust and works on any target, so plugin logic
 //! can be unit-tested natively; the imports only do something inside a component.
@@ -18,6 +19,7 @@ extern crate self as tradehost_sdk;
 pub mod config;
 pub mod indicators;
 pub mod state;
+pub mod store;
 
 // The generated canonical-ABI glue takes records flattened into many scalar arguments.
 

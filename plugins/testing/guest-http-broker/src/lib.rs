@@ -44,9 +44,7 @@ impl Guest for HttpBroker {
                 Err(BrokerError::Auth(format!("forbidden: {reason}")))
             }
             Err(HttpError::Timeout) => Err(BrokerError::Timeout("timeout".into())),
-            Err(HttpError::Unreachable(reason)) => {
-                Err(BrokerError::Unavailable(format!("unreachable: {reason}")))
-            }
+            Err(HttpError::Unreachable(reason)) => Err(BrokerError::Unreachable(reason)),
             Err(HttpError::Failed(reason)) => Err(BrokerError::Unavailable(reason)),
         }
     }
