@@ -69,6 +69,66 @@ pub struct SignalRequest {
     pub strategy: Option<String>,
     /// Entry size; default the largest the settings allow.
     pub size_usd: Option<f64>,
+    /// `market` (the default) or `limit`.
+    pub order_type: Option<String>,
+    /// A limit entry's price: a JSON number or a decimal string, read exactly.
+    pub limit_price: Option<serde_json::Value>,
+}
+
+/// The highest limit price accepted (any real instrument is far below it).
+const MAX_LIMIT_PRICE: i64 = 1_000_000_000_000;
+
+/// The limit price a signal asks for, if it asks for a limit entry.
+fn limit_price_of(request: &SignalRequest, kind: SignalKind) -> ApiResult<Option<String>> {
+    let order_type = request
+        .order_type
+        .as_deref()
+        .map(|t| t.trim().to_lowercase());
+    let limit = match (order_type.as_deref(), &request.limit_price) {
+        (None | Some("market"), None) => return Ok(None),
+        (Some("market"), Some(_)) => {
+            return Err(ApiError::invalid_field(
+                "limit_price",
+                "only a limit order has a limit price",
+            ));
+        }
+        (Some("limit"), None) => {
+            return Err(ApiError::invalid_field(
+                "limit_price",
+                "a limit order needs a limit price",
+            ));
+        }
+        (None | Some("limit"), Some(limit)) => limit,
+        (Some(other), _) => {
+            return Err(ApiError::invalid_field(
+                "order_type",
+                format!("`{other}` is not one of market, limit"),
+            ));
+        }
+    };
+    if kind == SignalKind::Close {
+        return Err(ApiError::invalid_field(
+            "order_type",
+            "a close is a market order; limit prices are for entries",
+        ));
+    }
+    let text = match limit {
+        serde_json::Value::Number(n) => n.to_string(),
+        serde_json::Value::String(s) => s.trim().to_string(),
+        _ => String::new(),
+    };
+    match text.parse::<rust_decimal::Decimal>() {
+        Ok(price)
+            if price > rust_decimal::Decimal::ZERO
+                && price <= rust_decimal::Decimal::from(MAX_LIMIT_PRICE) =>
+        {
+            Ok(Some(price.normalize().to_string()))
+        }
+        _ => Err(ApiError::invalid_field(
+            "limit_price",
+            format!("a positive decimal number of at most {MAX_LIMIT_PRICE}"),
+        )),
+    }
 }
 
 /// The largest entry a signal may ask for, in account currency (the settings cap it further).
@@ -111,6 +171,7 @@ pub async fn receive(app: &App, request: SignalRequest) -> ApiResult<Received> {
     if request.price.is_some_and(|p| !(p.is_finite() && p > 0.0)) {
         return Err(ApiError::invalid_field("price", "a positive number"));
     }
+    let limit_price = limit_price_of(&request, kind)?;
     let trade_id = crate::store::new_id();
     tracing::info!(%user_id, %symbol, action = %request.action, strategy = ?request.strategy, "inbound signal");
     inbound::accept(
@@ -127,6 +188,7 @@ pub async fn receive(app: &App, request: SignalRequest) -> ApiResult<Received> {
             order_id: None,
             received_at: now_ms(),
             processed_at: None,
+            limit_price,
         },
     )
     .await?;

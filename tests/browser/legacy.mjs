@@ -3,8 +3,9 @@
 // trading toggle, brokers, login. The client (legacy-client/) is a fixture that reproduces the
 // original's documented behaviour (companion-shapes.md A.17/A.18) and knows nothing of tradehost.
 //
-// Environment: BASE_URL, EMAIL (not yet registered), PASSWORD, BROKER_DONE_FILE, CHROMIUM
-// (optional). Half-way, once the user exists, the script prints a line READY_FOR_BROKER and waits
+// Environment: BASE_URL, EMAIL (not yet registered), PASSWORD, BROKER_DONE_FILE, VENUE_API_KEY and
+// VENUE_API_SECRET (keys of the Binance simulator the server's binance plugin is pointed at),
+// CHROMIUM (optional). Half-way, once the user exists, the script prints a line READY_FOR_BROKER and waits
 // for the file BROKER_DONE_FILE to exist: the Rust test (tests/tests/browser_legacy.rs) connects the
 // paper broker for the user through the API meanwhile (the original's broker form offers only real
 // exchanges).
@@ -94,6 +95,8 @@ await run('legacy', async (step, opened) => {
   const email = env('EMAIL');
   const password = env('PASSWORD');
   const doneFile = env('BROKER_DONE_FILE');
+  const venueKey = env('VENUE_API_KEY');
+  const venueSecret = env('VENUE_API_SECRET');
 
   step('open the browser');
   const session = await openBrowser(baseUrl);
@@ -242,29 +245,56 @@ await run('legacy', async (step, opened) => {
   await page.waitForResponse((r) => path(r) === '/api/status', { timeout: 5000 });
   await expectTrading(page, false, 'stopped', 'a second after the stop');
 
-  step('adding kraken fails (no plugin) and changes nothing');
-  await expectBrokers(page, ['paper'], 'before adding kraken');
-  await page.selectOption('#broker-name', 'kraken');
-  await page.fill('#broker-api-key', 'kraken-key-1234');
-  await page.fill('#broker-api-secret', 'kraken-secret');
+  step('binance with a secret the venue refuses fails and changes nothing');
+  await expectBrokers(page, ['paper'], 'before adding binance');
+  await page.selectOption('#broker-name', 'binance');
+  await page.fill('#broker-api-key', venueKey);
+  await page.fill('#broker-api-secret', 'not-the-secret');
   seen = dialogs.length;
-  const kraken = await clickFor(page, '#add-broker-submit', 'POST', '/api/user/brokers/kraken');
-  const krakenSent = JSON.parse(kraken.request().postData());
-  if (JSON.stringify(Object.keys(krakenSent).sort()) !== '["api_key","api_secret"]') {
-    fail(`the broker form sent ${JSON.stringify(krakenSent)}`);
+  const refusedVenue = await clickFor(page, '#add-broker-submit', 'POST', '/api/user/brokers/binance');
+  const venueSent = JSON.parse(refusedVenue.request().postData());
+  if (JSON.stringify(Object.keys(venueSent).sort()) !== '["api_key","api_secret"]') {
+    fail(`the broker form sent ${JSON.stringify(venueSent)}`);
   }
-  if (kraken.ok()) {
-    fail(`POST /api/user/brokers/kraken answered ${kraken.status()}: ${await kraken.text()}`);
+  if (refusedVenue.ok()) {
+    fail(`POST /api/user/brokers/binance with a wrong secret answered ${refusedVenue.status()}: ${await refusedVenue.text()}`);
   }
-  const krakenDetail = (await kraken.json()).detail;
-  if (typeof krakenDetail !== 'string' || !krakenDetail) {
-    fail(`the refusal of kraken has no string detail: ${await kraken.text()}`);
+  const refusedDetail = (await refusedVenue.json()).detail;
+  if (typeof refusedDetail !== 'string' || !refusedDetail) {
+    fail(`the refusal of binance has no string detail: ${await refusedVenue.text()}`);
   }
   dialog = await nextDialog(seen, 'the alert of a refused broker');
   if (dialog.type !== 'alert' || dialog.message !== 'Failed to add broker credentials. Please try again.') {
     fail(`after a refused broker the page showed ${JSON.stringify(dialog)}`);
   }
-  await expectBrokers(page, ['paper'], 'after the refused kraken');
+  await expectBrokers(page, ['paper'], 'after the refused binance');
+
+  step("binance with the venue's keys connects (the venue is a local simulator)");
+  await page.selectOption('#broker-name', 'binance');
+  await page.fill('#broker-api-key', venueKey);
+  await page.fill('#broker-api-secret', venueSecret);
+  seen = dialogs.length;
+  const added = await clickFor(page, '#add-broker-submit', 'POST', '/api/user/brokers/binance');
+  if (!added.ok()) {
+    fail(`POST /api/user/brokers/binance answered ${added.status()}: ${await added.text()}`);
+  }
+  dialog = await nextDialog(seen, 'the alert of an added broker');
+  if (dialog.type !== 'alert' || dialog.message !== 'binance credentials added successfully!') {
+    fail(`after adding binance the page showed ${JSON.stringify(dialog)}`);
+  }
+  await expectBrokers(page, ['paper', 'binance'], 'after adding binance');
+
+  step('remove binance with the Remove button');
+  seen = dialogs.length;
+  const removedVenue = await clickFor(page, '#brokers-list li[data-broker="binance"] button', 'DELETE', '/api/user/brokers/binance');
+  dialog = dialogs[seen];
+  if (!dialog || dialog.type !== 'confirm' || !/binance/.test(dialog.message)) {
+    fail(`the Remove button asked ${JSON.stringify(dialog)}`);
+  }
+  if (removedVenue.status() !== 200) {
+    fail(`DELETE /api/user/brokers/binance answered ${removedVenue.status()}: ${await removedVenue.text()}`);
+  }
+  await expectBrokers(page, ['paper'], 'after removing binance');
 
   step('remove paper with the Remove button');
   seen = dialogs.length;
@@ -345,11 +375,11 @@ await run('legacy', async (step, opened) => {
   if (clientErrors.length) {
     fail(`the client could not use an answer:\n  ${clientErrors.join('\n  ')}`);
   }
-  if (dialogs.length !== 3) {
+  if (dialogs.length !== 5) {
     fail(`unexpected dialogs: ${JSON.stringify(dialogs)}`);
   }
   session.checkClean();
 
   const routes = [...new Set(api.map((c) => `${c.method} ${c.path}`))].sort();
-  return `registered (pro asked, free shown), stats and status read, start refused without a broker and reverted, paper started (last activity ${activity}) and stopped, kraken refused (${kraken.status()} "${krakenDetail}"), paper removed, wrong password "Invalid credentials", signed in again; ${safety.length} safety polls answered 404 harmlessly; ${api.length} API calls (${routes.join(', ')}), all to ${origin}; no page error`;
+  return `registered (pro asked, free shown), stats and status read, start refused without a broker and reverted, paper started (last activity ${activity}) and stopped, binance refused with a wrong secret (${refusedVenue.status()} "${refusedDetail}"), connected with the venue's keys and removed, paper removed, wrong password "Invalid credentials", signed in again; ${safety.length} safety polls answered 404 harmlessly; ${api.length} API calls (${routes.join(', ')}), all to ${origin}; no page error`;
 });

@@ -209,7 +209,8 @@ impl Server {
                     let theirs: BTreeMap<String, (Decimal, Decimal, Decimal)> = at_venue
                         .fills
                         .iter()
-                        .map(|f| (f.trade_id.clone(), (f.quantity, f.price, f.fee)))
+                        // The books keep eight decimals; a fee valued in the quote asset has more.
+                        .map(|f| (f.trade_id.clone(), (f.quantity, f.price, f.fee.round_dp(8))))
                         .collect();
                     if booked != theirs {
                         bail!(

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tradehost_blackbox::exchange::{Simulator, binance};
 use tradehost_blackbox::{PASSWORD, Server, email, repo_root};
 
 /// The script `tests/browser/<name>`, once node and playwright-core are there.
@@ -46,11 +47,24 @@ async fn connect_paper(server: &Server, address: &str) {
 async fn a_client_of_the_original_backend_works_unchanged() {
     let script = browser_script("legacy.mjs");
     let web_dir = repo_root().join("tests/browser/legacy-client");
+    // The broker picker's venues are real plugins: Binance's is pointed at a local simulator.
+    let venue = binance::case();
+    let simulator = Simulator::start(venue.exchange.clone(), venue.face.clone()).await;
     let server = Server::options()
         .env("TRADEHOST_WEB_DIR", web_dir.display().to_string())
         .env("TRADEHOST_SCAN_INTERVAL", "0.2")
+        .env("TRADEHOST_PLUGIN_ALLOW_PRIVATE_NETWORK", "true")
         .start()
         .await;
+    let admin = server.admin_token().await;
+    server
+        .put(
+            "/api/v1/admin/plugins/binance/config",
+            Some(&admin),
+            json!({"config": {"base_url": simulator.url}}),
+        )
+        .await
+        .expect(200);
     let address = email("legacy-client");
     let done = server.data_dir().join("broker-connected");
 
@@ -61,6 +75,11 @@ async fn a_client_of_the_original_backend_works_unchanged() {
         .env("EMAIL", &address)
         .env("PASSWORD", PASSWORD)
         .env("BROKER_DONE_FILE", &done)
+        .env("VENUE_API_KEY", venue.connect["api_key"].as_str().unwrap())
+        .env(
+            "VENUE_API_SECRET",
+            venue.connect["api_secret"].as_str().unwrap(),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -127,6 +146,8 @@ async fn a_client_of_the_original_backend_works_unchanged() {
     let brokers = server.get("/api/user/brokers", Some(token)).await;
     brokers.expect(200);
     assert_eq!(brokers.json["brokers"], json!([]), "{}", brokers.text);
+    // The venue saw one refused signature (the wrong secret) and none else.
+    assert_eq!(venue.exchange.with_state(|s| s.auth_refusals), 1);
     let status = server.get("/api/status", Some(token)).await;
     status.expect(200);
     assert_eq!(status.json["engine_status"], "stopped", "{}", status.text);

@@ -85,11 +85,6 @@ async fn secrets_are_sealed_masked_and_survive_a_key_rotation() {
             "UNSUPPORTED_BROKER",
         ),
         (
-            json!({"broker": "kraken", "api_key": "x", "api_secret": "y"}),
-            400,
-            "UNSUPPORTED_BROKER",
-        ),
-        (
             json!({"broker": "paper", "api_key": "", "api_secret": "y"}),
             400,
             "INVALID_API_KEY",

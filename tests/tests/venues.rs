@@ -7,7 +7,9 @@
 
 use std::time::{Duration, Instant};
 
+use rust_decimal::Decimal;
 use serde_json::{Value, json};
+use tradehost_blackbox::companion::webhook_key;
 use tradehost_blackbox::exchange::{Simulator, VenueCase};
 use tradehost_blackbox::{Server, email};
 
@@ -242,6 +244,173 @@ async fn recovers_orders_whose_answer_was_lost(case: VenueCase) {
     stop_and_compare(&server, &token, &user_id, &case).await;
 }
 
+/// Limit entries sent as signals: one rests at the venue until the price comes down to it, then
+/// fills and opens the position (which the strategy closes at market); another is cancelled
+/// through the API before it fills. A signal asking for a limit order wrongly is refused and changes nothing.
+async fn fills_a_limit_order_later(case: VenueCase) {
+    let (_simulator, server, admin) = venue_server(&case, json!({})).await;
+    let (user_id, token) = connected_user(&server, &case, "limit").await;
+    let key = webhook_key(&server, &token).await;
+    server
+        .put(
+            "/api/v1/config/settings",
+            Some(&token),
+            json!({"trading": {"allowed_pairs": case.symbols}}),
+        )
+        .await
+        .expect(200);
+    // The strategy's own entries are below the venue's minimum order value: they are not sent.
+    // It closes what is held at market, so the position a limit entry opens is closed.
+    server
+        .put(
+            "/api/v1/admin/plugins/guest-churn/config",
+            Some(&admin),
+            json!({"config": {"size_usd": "1"}}),
+        )
+        .await
+        .expect(200);
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": case.broker, "strategy": "guest-churn", "symbols": case.symbols}),
+        )
+        .await
+        .expect(200);
+    server.wait_running(&token).await;
+
+    let signal = |symbol: &str, extra: Value| {
+        let mut body = json!({"api_key": key, "symbol": symbol, "action": "buy", "size_usd": 1000});
+        for (name, value) in extra.as_object().unwrap() {
+            body[name] = value.clone();
+        }
+        body
+    };
+    let [first, second] = case.symbols;
+    for (extra, field) in [
+        (
+            json!({"order_type": "stop", "limit_price": "1"}),
+            "order_type",
+        ),
+        (json!({"order_type": "limit"}), "limit_price"),
+        (
+            json!({"order_type": "market", "limit_price": 100}),
+            "limit_price",
+        ),
+        (json!({"limit_price": "-5"}), "limit_price"),
+        (json!({"limit_price": "a lot"}), "limit_price"),
+        (json!({"action": "close", "limit_price": 100}), "order_type"),
+    ] {
+        let refused = server
+            .post(
+                "/api/v1/webhooks/signals",
+                None,
+                signal(first, extra.clone()),
+            )
+            .await;
+        refused.expect_error(400, "INVALID_REQUEST");
+        assert!(refused.text.contains(field), "{extra}: {}", refused.text);
+    }
+    let signals = format!("SELECT COUNT(*) FROM signals WHERE user_id = '{user_id}'");
+    assert_eq!(
+        server.count(&signals).await,
+        0,
+        "a refused signal is not kept"
+    );
+
+    let price_of = |symbol: &str| {
+        let (base, quote) = symbol.split_once('-').unwrap();
+        case.exchange
+            .with_state(|s| s.prices[&(base.to_string(), quote.to_string())])
+    };
+    let resting = |symbol: &str| {
+        format!(
+            "SELECT COUNT(*) FROM orders WHERE user_id = '{user_id}' AND symbol = '{symbol}' AND kind = 'limit' AND status = 'submitted'"
+        )
+    };
+    // Off the tick on purpose: a buy's limit goes to the venue rounded down to the tick.
+    let limit = (price_of(first) * Decimal::new(95, 2)).round_dp(2) + Decimal::new(7, 3);
+    server
+        .post(
+            "/api/v1/webhooks/signals",
+            None,
+            signal(
+                first,
+                json!({"order_type": "limit", "limit_price": limit.to_string()}),
+            ),
+        )
+        .await
+        .expect(200);
+    server.wait_count(&resting(first), 1, 30).await;
+    let sent = server
+        .scalar(&format!(
+            "SELECT limit_price FROM orders WHERE user_id = '{user_id}' AND symbol = '{first}' AND kind = 'limit'"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        sent.parse::<Decimal>().unwrap(),
+        limit.round_dp_with_strategy(2, rust_decimal::RoundingStrategy::ToZero)
+    );
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        server.count(&resting(first)).await,
+        1,
+        "above its limit, the order rests"
+    );
+    let (base, quote) = first.split_once('-').unwrap();
+    case.exchange
+        .set_price(base, quote, &(limit - Decimal::ONE).round_dp(2).to_string());
+    server
+        .wait_count(
+            &format!("SELECT COUNT(*) FROM orders WHERE user_id = '{user_id}' AND symbol = '{first}' AND kind = 'limit' AND status = 'filled'"),
+            1,
+            30,
+        )
+        .await;
+
+    // The second never reaches its price; it is cancelled.
+    let far = (price_of(second) / Decimal::TWO).round_dp(2);
+    server
+        .post(
+            "/api/v1/webhooks/signals",
+            None,
+            signal(second, json!({"limit_price": far.to_string()})),
+        )
+        .await
+        .expect(200);
+    server.wait_count(&resting(second), 1, 30).await;
+    let order_id = server
+        .scalar(&format!(
+            "SELECT id FROM orders WHERE user_id = '{user_id}' AND symbol = '{second}' AND kind = 'limit'"
+        ))
+        .await
+        .unwrap();
+    let cancel = format!("/api/v1/trading/orders/{order_id}/cancel");
+    let cancelled = server.post(&cancel, Some(&token), json!({})).await;
+    cancelled.expect(200);
+    assert_eq!(
+        cancelled.data()["status"],
+        "cancelled",
+        "{}",
+        cancelled.text
+    );
+    assert_eq!(cancelled.data()["kind"], "limit");
+    server
+        .post(&cancel, Some(&token), json!({}))
+        .await
+        .expect_error(400, "INVALID_REQUEST");
+    let (other_id, other) = server.user(&email("limit-other")).await;
+    server
+        .post(&cancel, Some(&other), json!({}))
+        .await
+        .expect_error(404, "NOT_FOUND");
+    assert_ne!(other_id, user_id);
+
+    server.wait_count(&trades_of(&user_id), 1, 30).await;
+    stop_and_compare(&server, &token, &user_id, &case).await;
+}
+
 async fn email_of(server: &Server, user_id: &str) -> String {
     server
         .scalar(&format!("SELECT email FROM users WHERE id = '{user_id}'"))
@@ -267,6 +436,11 @@ macro_rules! venue_suite {
             #[tokio::test]
             async fn recovers_orders_whose_answer_was_lost() {
                 super::recovers_orders_whose_answer_was_lost(case()).await;
+            }
+
+            #[tokio::test]
+            async fn fills_a_limit_order_later() {
+                super::fills_a_limit_order_later(case()).await;
             }
         }
     };

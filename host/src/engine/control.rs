@@ -7,6 +7,8 @@ use std::sync::atomic::Ordering;
 use serde::{Deserialize, Serialize};
 
 use super::closing::{self, Attempt};
+use super::order_views::{self, OrderView};
+use super::orders;
 use super::{BotStatus, IDLE, credentials, kill_switch, lock, persist, publish_status};
 use crate::App;
 use crate::auth::sessions::Principal;
@@ -235,6 +237,7 @@ pub async fn stop(app: &App, user: &Principal, request: StopRequest) -> ApiResul
     trader.bot.status = BotStatus::Stopped.as_str().into();
     persist(app, trader).await?;
     app.engine.schedule(&cell, IDLE);
+    orders::cancel_resting_entries(app, trader).await;
     let closing = if request.close_positions {
         Some(closing::close_all(app, trader, "manual").await.closing)
     } else {
@@ -249,6 +252,35 @@ pub async fn stop(app: &App, user: &Principal, request: StopRequest) -> ApiResul
         action_required: action_required(open, closing.unwrap_or(0)),
         positions_closing: closing,
     })
+}
+
+/// Cancels one of the user's limit entries still working at the venue; answers the order as it
+/// stands after the venue's answer (what filled before stays filled).
+pub async fn cancel_order(app: &App, user: &Principal, order_id: &str) -> ApiResult<OrderView> {
+    let cell = app.engine.cell(&user.user_id);
+    let mut guard = lock(app, &cell).await?;
+    let trader = guard.as_mut().expect("loaded");
+    let Some(order) = trader.live.iter().find(|o| o.id == order_id).cloned() else {
+        let order = order_views::detail(app, user, order_id).await?;
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "Only a working order can be cancelled; this one is {}",
+                order.status
+            ),
+        ));
+    };
+    if order.intent == "close" {
+        return Err(ApiError::new(
+            ErrorCode::InvalidRequest,
+            "A close is not cancelled: the position keeps closing until it is closed",
+        ));
+    }
+    orders::cancel(app, trader, &order)
+        .await
+        .map_err(|reason| ApiError::new(ErrorCode::BrokerError, reason))?;
+    drop(guard);
+    order_views::detail(app, user, order_id).await
 }
 
 fn action_required(open: usize, closing: usize) -> String {
@@ -310,6 +342,7 @@ pub async fn emergency_stop(
         reason.chars().take(500).collect::<String>()
     ));
     persist(app, trader).await?;
+    orders::cancel_resting_entries(app, trader).await;
     let outcome = if request.close_positions {
         closing::close_all(app, trader, "emergency_stop").await
     } else {

@@ -5,7 +5,7 @@
 use dashmap::DashMap;
 use rust_decimal::{Decimal, RoundingStrategy};
 
-use super::accounting::SCALE;
+use super::accounting::{OrderSide, SCALE};
 use crate::App;
 use crate::plugins::bindings::types::BrokerError;
 use crate::plugins::calls::BrokerAccount;
@@ -40,6 +40,21 @@ impl Rules {
             return quantity.round_dp_with_strategy(SCALE, RoundingStrategy::ToZero);
         }
         ((quantity / self.lot_size).trunc() * self.lot_size).normalize()
+    }
+
+    /// A limit price on the venue's tick: a buy never above what was asked, a sell never below.
+    pub fn round_price(&self, price: Decimal, side: OrderSide) -> Decimal {
+        let tick = if self.tick_size > Decimal::ZERO {
+            self.tick_size
+        } else {
+            Rules::unrestricted().tick_size
+        };
+        let ticks = price / tick;
+        let ticks = match side {
+            OrderSide::Buy => ticks.floor(),
+            OrderSide::Sell => ticks.ceil(),
+        };
+        (ticks * tick).normalize()
     }
 
     /// Why an order of `quantity` at about `price` would be refused by the venue, if it would.
@@ -166,5 +181,28 @@ mod tests {
         let free = Rules::unrestricted();
         assert_eq!(free.round_quantity(d("0.123456789")), d("0.12345678"));
         assert_eq!(free.refusal(d("0.00000001"), d("1")), None);
+    }
+
+    #[test]
+    fn limit_prices_round_to_the_tick_in_the_traders_favour() {
+        let rules = Rules {
+            tick_size: d("0.05"),
+            lot_size: d("1"),
+            min_quantity: d("0"),
+            min_notional: d("0"),
+        };
+        assert_eq!(rules.round_price(d("100.07"), OrderSide::Buy), d("100.05"));
+        assert_eq!(rules.round_price(d("100.07"), OrderSide::Sell), d("100.1"));
+        assert_eq!(rules.round_price(d("100.05"), OrderSide::Buy), d("100.05"));
+        assert_eq!(rules.round_price(d("100.05"), OrderSide::Sell), d("100.05"));
+        let free = Rules::unrestricted();
+        assert_eq!(
+            free.round_price(d("1.123456789"), OrderSide::Buy),
+            d("1.12345678")
+        );
+        assert_eq!(
+            free.round_price(d("1.123456781"), OrderSide::Sell),
+            d("1.12345679")
+        );
     }
 }

@@ -32,9 +32,12 @@ pub struct OrderView {
     pub side: String,
     /// open_long, open_short or close.
     pub intent: String,
+    /// market or limit.
     pub kind: String,
     /// Exact decimals, as text.
     pub quantity: String,
+    /// A limit order's price, on the venue's tick.
+    pub limit_price: Option<String>,
     pub filled_quantity: String,
     /// new, submitted, partially_filled, filled, cancelled, rejected, expired or unknown.
     pub status: String,
@@ -62,6 +65,7 @@ fn view(o: OrderRow, fills: Option<Vec<FillRow>>) -> OrderView {
         intent: o.intent,
         kind: o.kind,
         quantity: o.quantity,
+        limit_price: o.limit_price,
         filled_quantity: o.filled_quantity,
         status: o.status,
         position_id: o.position_id,

@@ -43,8 +43,11 @@ pub enum Intent {
         symbol: String,
         side: Side,
         quantity: Decimal,
-        /// The price the entry was sized at (for the venue's minimum order value).
+        /// The price the entry was sized at (for the venue's minimum order value): the limit
+        /// price for a limit entry.
         price: Decimal,
+        /// A limit entry rests at the venue until its price is reached; `None`: market.
+        limit_price: Option<Decimal>,
         stop_loss: Option<Decimal>,
         take_profit: Option<Decimal>,
         trail_pct: Option<Decimal>,
@@ -205,18 +208,20 @@ fn db_failure(err: sqlx::Error) -> OrderFailure {
 /// Places one order: rounds it to the venue's rules, writes it, sends it and books the answer.
 pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed, OrderFailure> {
     let now = now_ms();
-    let (symbol, side, wanted, price, reduce_only) = match &plan.intent {
+    let (symbol, side, wanted, price, limit_price, reduce_only) = match &plan.intent {
         Intent::Open {
             symbol,
             side,
             quantity,
             price,
+            limit_price,
             ..
         } => (
             symbol.clone(),
             side.opening_order(),
             *quantity,
             *price,
+            *limit_price,
             false,
         ),
         Intent::Close { position_id, .. } => {
@@ -230,6 +235,7 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
                 position.side.closing_order(),
                 position.quantity,
                 position.current_price,
+                None,
                 true,
             )
         }
@@ -254,7 +260,9 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
         .await
         .map_err(OrderFailure::Failed)?;
     let quantity = rules.round_quantity(wanted);
-    if let Some(refusal) = rules.refusal(quantity, price) {
+    // A limit price goes to the venue on its tick, never on the worse side of what was asked.
+    let limit_price = limit_price.map(|limit| rules.round_price(limit, side));
+    if let Some(refusal) = rules.refusal(quantity, limit_price.unwrap_or(price)) {
         return Err(OrderFailure::Refused(refusal));
     }
     let (position_id, trade_id) = match &plan.intent {
@@ -280,9 +288,14 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
             Intent::Close { .. } => "close",
         }
         .into(),
-        kind: "market".into(),
+        kind: if limit_price.is_some() {
+            "limit"
+        } else {
+            "market"
+        }
+        .into(),
         quantity: decimal::text(quantity),
-        limit_price: None,
+        limit_price: limit_price.map(decimal::text),
         filled_quantity: "0".into(),
         position_id,
         trade_id,
@@ -336,8 +349,12 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
             WireSide::Sell
         },
         quantity: row.quantity.clone(),
-        kind: OrderKind::Market,
-        limit_price: None,
+        kind: if limit_price.is_some() {
+            OrderKind::Limit
+        } else {
+            OrderKind::Market
+        },
+        limit_price: row.limit_price.clone(),
         reduce_only,
     };
     let answer = match app.plugins.active(PluginKind::Broker, &plan.broker) {
@@ -377,6 +394,54 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
         status,
         reason: (status == OrderStatus::Rejected).then(|| reason.unwrap_or_default()),
     })
+}
+
+/// Asks the venue to cancel a working limit entry and books its answer: what filled until then
+/// stays booked (the entry's position keeps it). A venue that cannot say leaves the order to
+/// reconciliation. Closes are never cancelled: a position keeps closing until it is closed.
+pub async fn cancel(
+    app: &App,
+    trader: &mut Trader,
+    order: &OrderRow,
+) -> Result<OrderStatus, String> {
+    let account = trader.broker_account(app, &order.broker).await?;
+    let query = wire::OrderQuery {
+        symbol: order.symbol.clone(),
+        client_order_id: Some(order.client_order_id.clone()),
+        order_id: order.broker_order_id.clone(),
+    };
+    let active = app
+        .plugins
+        .active(PluginKind::Broker, &order.broker)
+        .map_err(|err| err.to_string())?;
+    let runtime = app.plugins.runtime().clone();
+    let answer = off_thread(move || runtime.broker_cancel_order(&active, &account, &query))
+        .await
+        .and_then(|result| result.map_err(|err| err.to_string()))?;
+    match answer {
+        Ok(report) => record(app, trader, order, Observation::report(report)).await,
+        Err(err) => Err(describe_error(&err)),
+    }
+}
+
+/// Cancels the trader's limit entries still resting at the venue (a stopped bot opens nothing
+/// more); returns how many could not be cancelled (reconciliation follows those up).
+pub async fn cancel_resting_entries(app: &App, trader: &mut Trader) -> usize {
+    let resting: Vec<OrderRow> = trader
+        .live
+        .iter()
+        .filter(|o| o.kind == "limit" && o.intent != "close")
+        .cloned()
+        .collect();
+    let mut failed = 0;
+    for order in resting {
+        if let Err(reason) = cancel(app, trader, &order).await {
+            tracing::warn!(user_id = %trader.user_id, order = %order.client_order_id, %reason,
+                "a resting limit entry could not be cancelled");
+            failed += 1;
+        }
+    }
+    failed
 }
 
 /// What was learned about an order.

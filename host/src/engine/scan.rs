@@ -273,6 +273,7 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
             let entry = Entry {
                 size_usd: signal.size_usd,
                 price: prices.get(&signal.symbol).copied(),
+                limit_price: None,
                 stop_loss: signal
                     .stop_loss
                     .and_then(decimal)
@@ -330,6 +331,7 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
             let entry = Entry {
                 size_usd,
                 price,
+                limit_price: signal.limit_price.as_deref().and_then(|p| p.parse().ok()),
                 stop_loss: None,
                 take_profit: None,
             };
@@ -410,6 +412,8 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
 struct Entry {
     size_usd: f64,
     price: Option<Decimal>,
+    /// A limit entry's price (it is sized at it); `None`: market.
+    limit_price: Option<Decimal>,
     stop_loss: Option<Decimal>,
     take_profit: Option<Decimal>,
 }
@@ -448,7 +452,7 @@ async fn act(
         (Some(side), Some(position)) if position.side != side => {
             close(app, trader, &position.id, "signal", id).await
         }
-        (Some(side), None) => match entry.price {
+        (Some(side), None) => match entry.limit_price.or(entry.price) {
             Some(price) => open(app, trader, scan_seq, symbol, side, entry, price, id).await,
             None => Ok(Acted::Skipped(format!("no price for {symbol}"))),
         },
@@ -524,6 +528,7 @@ async fn open(
 ) -> Result<Acted, String> {
     let Entry {
         size_usd,
+        limit_price,
         stop_loss,
         take_profit,
         ..
@@ -633,6 +638,7 @@ async fn open(
             side,
             quantity,
             price,
+            limit_price,
             stop_loss,
             take_profit,
             trail_pct: Some(trail_pct(&trader.bot.risk_profile)),

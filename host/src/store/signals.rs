@@ -18,16 +18,18 @@ pub struct SignalRow {
     pub order_id: Option<String>,
     pub received_at: i64,
     pub processed_at: Option<i64>,
+    /// A limit entry's price (decimal text); `None`: market.
+    pub limit_price: Option<String>,
 }
 
-const COLUMNS: &str = "id, user_id, symbol, action, size_usd, strategy, status, outcome, order_id, received_at, processed_at";
+const COLUMNS: &str = "id, user_id, symbol, action, size_usd, strategy, status, outcome, order_id, received_at, processed_at, limit_price";
 
 pub async fn insert<'e>(
     exec: impl Executor<'e, Database = Any>,
     s: &SignalRow,
 ) -> sqlx::Result<()> {
     sqlx::query(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO signals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+        "INSERT INTO signals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
     )))
     .bind(&s.id)
     .bind(&s.user_id)
@@ -40,6 +42,7 @@ pub async fn insert<'e>(
     .bind(&s.order_id)
     .bind(s.received_at)
     .bind(s.processed_at)
+    .bind(&s.limit_price)
     .execute(exec)
     .await?;
     Ok(())

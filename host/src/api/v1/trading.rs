@@ -25,6 +25,7 @@ pub fn routes() -> Vec<Route> {
         resume,
         orders,
         order,
+        cancel_order,
         reconciliation,
         resolve
     ]
@@ -45,6 +46,15 @@ async fn orders(
 #[get("/trading/orders/<order_id>")]
 async fn order(app: &State<App>, user: AuthUser, order_id: &str) -> ApiResult<Success<OrderView>> {
     order_views::detail(app, &user.0, order_id).await.map(ok)
+}
+
+#[post("/trading/orders/<order_id>/cancel")]
+async fn cancel_order(
+    app: &State<App>,
+    user: AuthUser,
+    order_id: &str,
+) -> ApiResult<Success<OrderView>> {
+    engine::cancel_order(app, &user.0, order_id).await.map(ok)
 }
 
 #[get("/trading/reconciliation")]
