@@ -8,6 +8,8 @@ use std::process::Command;
 const BUILTINS: &[(&str, &str)] = &[
     ("broker-paper", "broker_paper.wasm"),
     ("broker-binance", "broker_binance.wasm"),
+    ("broker-coinbase", "broker_coinbase.wasm"),
+    ("broker-okx", "broker_okx.wasm"),
     ("strategy-ema-cross", "strategy_ema_cross.wasm"),
     ("strategy-apex", "strategy_apex.wasm"),
     ("risk-guards", "risk_guards.wasm"),

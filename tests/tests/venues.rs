@@ -192,6 +192,9 @@ async fn honours_rate_limits(case: VenueCase) {
     case.exchange.behave(|b| b.rate_limit = Some((3, 1_000)));
     start_churn(&server, &token, &case).await;
     server.wait_count(&trades_of(&user_id), 2, 90).await;
+    // Waiting for the venue is not a failure of the bot.
+    let status = server.get("/api/v1/trading/status", Some(&token)).await;
+    assert_eq!(status.data()["status"], "running", "{}", status.text);
     stop_and_compare(&server, &token, &user_id, &case).await;
     let (throttled, hammered) = case.exchange.with_state(|s| (s.throttled, s.hammered));
     assert!(throttled > 0, "the venue's limit was reached");
@@ -447,3 +450,5 @@ macro_rules! venue_suite {
 }
 
 venue_suite!(binance);
+venue_suite!(coinbase);
+venue_suite!(okx);

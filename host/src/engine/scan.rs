@@ -45,7 +45,25 @@ pub struct MarketKey {
 }
 
 /// Candles fetched once per tick for every (broker, symbol, interval) some due bot trades.
-pub type Market = HashMap<MarketKey, Result<Arc<Vec<Candle>>, String>>;
+pub type Market = HashMap<MarketKey, Result<Arc<Vec<Candle>>, ScanFailure>>;
+
+/// Why a scan did not complete.
+#[derive(Debug, Clone)]
+pub struct ScanFailure {
+    pub reason: String,
+    /// The venue asked to wait this long: the scan is tried again then, and the bot has not
+    /// failed.
+    pub wait_ms: Option<u64>,
+}
+
+impl From<String> for ScanFailure {
+    fn from(reason: String) -> Self {
+        ScanFailure {
+            reason,
+            wait_ms: None,
+        }
+    }
+}
 
 /// What a scan leaves for the scheduler to write in its batch.
 #[derive(Default)]
@@ -160,7 +178,11 @@ fn wire_account(trader: &Trader) -> wire::Account {
 }
 
 /// Runs one scan. An `Err` is a failure the scheduler retries with backoff.
-pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<ScanOutcome, String> {
+pub async fn scan(
+    app: &App,
+    trader: &mut Trader,
+    market: &Market,
+) -> Result<ScanOutcome, ScanFailure> {
     let now = now_ms();
     // Orders first: what the venue did since the last scan is booked before anything is decided.
     let after_start = trader.reconcile;
@@ -205,8 +227,13 @@ pub async fn scan(app: &App, trader: &mut Trader, market: &Market) -> Result<Sca
                     candles: candles.as_ref().clone(),
                 });
             }
-            Some(Err(err)) => return Err(format!("market data for {symbol}: {err}")),
-            None => return Err(format!("no market data for {symbol}")),
+            Some(Err(err)) => {
+                return Err(ScanFailure {
+                    reason: format!("market data for {symbol}: {}", err.reason),
+                    wait_ms: err.wait_ms,
+                });
+            }
+            None => return Err(format!("no market data for {symbol}").into()),
         }
     }
     // Positions are marked at their own broker's prices.

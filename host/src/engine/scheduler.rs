@@ -11,10 +11,11 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use super::scan::{self, CANDLE_HISTORY, Market, MarketKey};
+use super::scan::{self, CANDLE_HISTORY, Market, MarketKey, ScanFailure};
 use super::{BotStatus, Cell, IDLE, MAX_RETRIES, lock, publish_status};
 use crate::App;
 use crate::plugins::PluginKind;
+use crate::plugins::bindings::types::BrokerError;
 use crate::store::now_ms;
 use crate::store::trading::{self, BotRow, Snapshot};
 
@@ -147,7 +148,7 @@ async fn fetch_market(app: &App, due: &[Arc<Cell>]) -> Market {
         let active = app.plugins.active(PluginKind::Broker, &key.broker);
         fetches.spawn_blocking(move || {
             let candles = match active {
-                Err(err) => Err(err.to_string()),
+                Err(err) => Err(ScanFailure::from(err.to_string())),
                 Ok(active) => match runtime.broker_candles(
                     &active,
                     &key.symbol,
@@ -156,8 +157,12 @@ async fn fetch_market(app: &App, due: &[Arc<Cell>]) -> Market {
                     now,
                 ) {
                     Ok(Ok(candles)) => Ok(Arc::new(candles)),
-                    Ok(Err(err)) => Err(format!("broker: {err:?}")),
-                    Err(err) => Err(err.to_string()),
+                    Ok(Err(BrokerError::RateLimited(ms))) => Err(ScanFailure {
+                        reason: format!("the broker asks to wait {ms} ms"),
+                        wait_ms: Some(u64::from(ms)),
+                    }),
+                    Ok(Err(err)) => Err(ScanFailure::from(format!("broker: {err:?}"))),
+                    Err(err) => Err(ScanFailure::from(err.to_string())),
                 },
             };
             (key, candles)
@@ -205,7 +210,18 @@ async fn scan_one(app: &App, cell: &Cell, market: &Market) -> (Option<Snapshot>,
             });
             (outcome.snapshot, bot)
         }
-        Err(reason) => {
+        // A venue that asks to wait is waited for: the bot has not failed.
+        Err(ScanFailure {
+            reason,
+            wait_ms: Some(wait_ms),
+        }) => {
+            tracing::debug!(user_id = %trader.user_id, %reason, "scan waits for the venue");
+            let wait_ms = i64::try_from(wait_ms).unwrap_or(i64::MAX).max(interval_ms);
+            cell.next_scan_at
+                .store(now_ms().saturating_add(wait_ms), Ordering::Release);
+            (None, None)
+        }
+        Err(ScanFailure { reason, .. }) => {
             record_failure(app, cell, trader, reason);
             if trader.status() == BotStatus::Error
                 && let Err(err) = super::persist(app, trader).await

@@ -16,6 +16,14 @@ pub const BUILTINS: &[Builtin] = &[
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/broker_binance.wasm")),
     },
     Builtin {
+        manifest: include_str!("../../../plugins/broker-coinbase/plugin.toml"),
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/broker_coinbase.wasm")),
+    },
+    Builtin {
+        manifest: include_str!("../../../plugins/broker-okx/plugin.toml"),
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/broker_okx.wasm")),
+    },
+    Builtin {
         manifest: include_str!("../../../plugins/strategy-ema-cross/plugin.toml"),
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/strategy_ema_cross.wasm")),
     },

@@ -10,6 +10,8 @@
 //! answer held back past the client's timeout after an order was accepted.
 
 pub mod binance;
+pub mod coinbase;
+pub mod okx;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
