@@ -12,14 +12,14 @@ use std::collections::BTreeMap;
 
 use exchange_kit::numbers::{self, field};
 use exchange_kit::request::Http;
-use exchange_kit::symbols;
+use exchange_kit::{symbols, venue};
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use tradehost_sdk::broker::{AccountCheck, BrokerPosition};
 use tradehost_sdk::store::Store;
 use tradehost_sdk::types::{
     AssetBalance, BrokerError, Candle, Fill, Instrument, OrderKind, OrderQuery, OrderReport,
-    OrderRequest, OrderSide, Side,
+    OrderRequest, OrderSide,
 };
 
 use crate::client::{Action, Client};
@@ -77,22 +77,11 @@ impl<H: Http, S: Store> Binance<'_, H, S> {
     }
 
     pub fn positions(&mut self) -> Result<Vec<BrokerPosition>, BrokerError> {
-        let quote = self.client.settings.quote_asset.clone();
         let held = self.balances()?;
-        Ok(held
-            .into_iter()
-            .filter(|b| b.asset != quote)
-            .filter_map(|b| {
-                let total = numbers::parse(&b.free)? + numbers::parse(&b.locked)?;
-                let symbol = symbols::join(&b.asset, &quote);
-                (total > Decimal::ZERO && symbols::split(&symbol).is_ok()).then(|| BrokerPosition {
-                    symbol,
-                    side: Side::Long,
-                    quantity: numbers::text(total),
-                    entry_price: None,
-                })
-            })
-            .collect())
+        Ok(venue::holdings_as_positions(
+            held,
+            &self.client.settings.quote_asset,
+        ))
     }
 
     pub fn instrument(&mut self, symbol: &str) -> Result<Instrument, BrokerError> {
@@ -427,7 +416,7 @@ impl<H: Http, S: Store> Binance<'_, H, S> {
                 })?,
             );
         }
-        fills.sort_by(|a, b| a.timestamp_ms.cmp(&b.timestamp_ms));
+        fills.sort_by_key(|fill| fill.timestamp_ms);
         Ok(fills)
     }
 

@@ -106,7 +106,7 @@ pub fn error_of(status: u16, body: &Value, action: Action) -> BrokerError {
         -2011 => BrokerError::NotFound(described),
         -1003 | -1015 => BrokerError::RateLimited(request::DEFAULT_RETRY_MS),
         // Binance does not know whether the request took effect.
-        -1006 | -1007 | -1008 => BrokerError::Unavailable(described),
+        -1008..=-1006 => BrokerError::Unavailable(described),
         -1199..=-1100 => BrokerError::Invalid(described),
         _ if status >= 500 => BrokerError::Unavailable(described),
         _ => BrokerError::Rejected(described),

@@ -29,17 +29,13 @@ pub fn describe() -> BrokerInfo {
 #[cfg(target_arch = "wasm32")]
 mod component {
     use exchange_kit::request::HostHttp;
-    use tradehost_sdk::broker::{AccountCheck, BrokerInfo, BrokerPosition, Credentials, Guest};
+    use tradehost_sdk::broker::Credentials;
     use tradehost_sdk::host;
     use tradehost_sdk::store::HostStore;
-    use tradehost_sdk::types::{
-        AssetBalance, BrokerError, Candle, Fill, Instrument, OrderQuery, OrderReport, OrderRequest,
-    };
+    use tradehost_sdk::types::BrokerError;
 
     use crate::broker::Binance;
     use crate::client::{Client, Settings};
-
-    struct BinanceBroker;
 
     /// Runs `work` for the account of `creds` (with its store when `for_user`).
     fn with<T>(
@@ -63,72 +59,7 @@ mod component {
         work(&mut binance)
     }
 
-    impl Guest for BinanceBroker {
-        fn describe() -> BrokerInfo {
-            super::describe()
-        }
-
-        fn validate_credentials(creds: Credentials) -> Result<AccountCheck, BrokerError> {
-            with(Some(&creds), false, |b| b.validate())
-        }
-
-        fn balances(creds: Credentials) -> Result<Vec<AssetBalance>, BrokerError> {
-            with(Some(&creds), true, |b| b.balances())
-        }
-
-        fn positions(creds: Credentials) -> Result<Vec<BrokerPosition>, BrokerError> {
-            with(Some(&creds), true, |b| b.positions())
-        }
-
-        fn instrument(creds: Credentials, symbol: String) -> Result<Instrument, BrokerError> {
-            with(Some(&creds), false, |b| b.instrument(&symbol))
-        }
-
-        fn candles(
-            symbol: String,
-            interval: String,
-            limit: u32,
-            end_ms: i64,
-        ) -> Result<Vec<Candle>, BrokerError> {
-            with(None, false, |b| {
-                b.candles(&symbol, &interval, limit, end_ms)
-            })
-        }
-
-        fn place_order(
-            creds: Credentials,
-            order: OrderRequest,
-        ) -> Result<OrderReport, BrokerError> {
-            with(Some(&creds), true, |b| b.place(&order))
-        }
-
-        fn get_order(creds: Credentials, query: OrderQuery) -> Result<OrderReport, BrokerError> {
-            with(Some(&creds), true, |b| b.get(&query))
-        }
-
-        fn open_orders(
-            creds: Credentials,
-            symbol: Option<String>,
-        ) -> Result<Vec<OrderReport>, BrokerError> {
-            with(Some(&creds), true, |b| b.open_orders(symbol.as_deref()))
-        }
-
-        fn fills_since(
-            creds: Credentials,
-            since_ms: i64,
-            symbol: Option<String>,
-        ) -> Result<Vec<Fill>, BrokerError> {
-            with(Some(&creds), true, |b| {
-                b.fills_since(since_ms, symbol.as_deref())
-            })
-        }
-
-        fn cancel_order(creds: Credentials, query: OrderQuery) -> Result<OrderReport, BrokerError> {
-            with(Some(&creds), true, |b| b.cancel(&query))
-        }
-    }
-
-    tradehost_sdk::export_broker!(BinanceBroker);
+    exchange_kit::export_venue!(BinanceBroker, super::describe, with);
 }
 
 #[cfg(test)]

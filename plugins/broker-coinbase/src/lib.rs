@@ -29,17 +29,13 @@ pub fn describe() -> BrokerInfo {
 #[cfg(target_arch = "wasm32")]
 mod component {
     use exchange_kit::request::HostHttp;
-    use tradehost_sdk::broker::{AccountCheck, BrokerInfo, BrokerPosition, Credentials, Guest};
+    use tradehost_sdk::broker::Credentials;
     use tradehost_sdk::host;
     use tradehost_sdk::store::HostStore;
-    use tradehost_sdk::types::{
-        AssetBalance, BrokerError, Candle, Fill, Instrument, OrderQuery, OrderReport, OrderRequest,
-    };
+    use tradehost_sdk::types::BrokerError;
 
     use crate::broker::Coinbase;
     use crate::client::{Client, Settings};
-
-    struct CoinbaseBroker;
 
     /// Runs `work` for the account of `creds` (with its store when `for_user`).
     fn with<T>(
@@ -64,72 +60,7 @@ mod component {
         work(&mut coinbase)
     }
 
-    impl Guest for CoinbaseBroker {
-        fn describe() -> BrokerInfo {
-            super::describe()
-        }
-
-        fn validate_credentials(creds: Credentials) -> Result<AccountCheck, BrokerError> {
-            with(Some(&creds), false, |c| c.validate())
-        }
-
-        fn balances(creds: Credentials) -> Result<Vec<AssetBalance>, BrokerError> {
-            with(Some(&creds), true, |c| c.balances())
-        }
-
-        fn positions(creds: Credentials) -> Result<Vec<BrokerPosition>, BrokerError> {
-            with(Some(&creds), true, |c| c.positions())
-        }
-
-        fn instrument(creds: Credentials, symbol: String) -> Result<Instrument, BrokerError> {
-            with(Some(&creds), false, |c| c.instrument(&symbol))
-        }
-
-        fn candles(
-            symbol: String,
-            interval: String,
-            limit: u32,
-            end_ms: i64,
-        ) -> Result<Vec<Candle>, BrokerError> {
-            with(None, false, |c| {
-                c.candles(&symbol, &interval, limit, end_ms)
-            })
-        }
-
-        fn place_order(
-            creds: Credentials,
-            order: OrderRequest,
-        ) -> Result<OrderReport, BrokerError> {
-            with(Some(&creds), true, |c| c.place(&order))
-        }
-
-        fn get_order(creds: Credentials, query: OrderQuery) -> Result<OrderReport, BrokerError> {
-            with(Some(&creds), true, |c| c.get(&query))
-        }
-
-        fn open_orders(
-            creds: Credentials,
-            symbol: Option<String>,
-        ) -> Result<Vec<OrderReport>, BrokerError> {
-            with(Some(&creds), true, |c| c.open_orders(symbol.as_deref()))
-        }
-
-        fn fills_since(
-            creds: Credentials,
-            since_ms: i64,
-            symbol: Option<String>,
-        ) -> Result<Vec<Fill>, BrokerError> {
-            with(Some(&creds), true, |c| {
-                c.fills_since(since_ms, symbol.as_deref())
-            })
-        }
-
-        fn cancel_order(creds: Credentials, query: OrderQuery) -> Result<OrderReport, BrokerError> {
-            with(Some(&creds), true, |c| c.cancel(&query))
-        }
-    }
-
-    tradehost_sdk::export_broker!(CoinbaseBroker);
+    exchange_kit::export_venue!(CoinbaseBroker, super::describe, with);
 }
 
 #[cfg(test)]
