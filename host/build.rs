@@ -8,6 +8,7 @@ use std::process::Command;
 const BUILTINS: &[(&str, &str)] = &[
     ("broker-paper", "broker_paper.wasm"),
     ("broker-binance", "broker_binance.wasm"),
+    ("broker-kraken", "broker_kraken.wasm"),
     ("broker-coinbase", "broker_coinbase.wasm"),
     ("broker-okx", "broker_okx.wasm"),
     ("strategy-ema-cross", "strategy_ema_cross.wasm"),

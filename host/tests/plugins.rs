@@ -134,7 +134,19 @@ fn evaluate(registry: &Registry, name: &str, ctx: &ScanContext) -> Result<Evalua
 #[test]
 fn the_builtins_load_and_describe_themselves() {
     let registry = registry();
-    assert_eq!(registry.names(PluginKind::Broker), vec!["paper"]);
+    assert_eq!(
+        registry.names(PluginKind::Broker),
+        vec!["binance", "coinbase", "kraken", "okx", "paper"]
+    );
+    // Each venue's plugin describes itself under the name it is installed as.
+    for name in registry.names(PluginKind::Broker) {
+        let active = registry.active(PluginKind::Broker, &name).unwrap();
+        let description = registry
+            .runtime()
+            .describe(&active.target, &active.plugin.prepared)
+            .unwrap();
+        assert_eq!(description.name, name);
+    }
     assert_eq!(
         registry.names(PluginKind::Strategy),
         vec!["apex", "ema-cross"]

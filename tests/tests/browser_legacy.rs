@@ -54,6 +54,8 @@ async fn a_client_of_the_original_backend_works_unchanged() {
         .env("TRADEHOST_WEB_DIR", web_dir.display().to_string())
         .env("TRADEHOST_SCAN_INTERVAL", "0.2")
         .env("TRADEHOST_PLUGIN_ALLOW_PRIVATE_NETWORK", "true")
+        // The whole flow runs in seconds: more calls than the free tier's minute allows.
+        .env("TRADEHOST_API_RATE_MULTIPLIER", "10")
         .start()
         .await;
     let admin = server.admin_token().await;

@@ -34,7 +34,11 @@ async fn admins_see_the_builtin_plugins_and_users_do_not() {
         names,
         vec![
             ("apex", "strategy"),
+            ("binance", "broker"),
+            ("coinbase", "broker"),
             ("ema-cross", "strategy"),
+            ("kraken", "broker"),
+            ("okx", "broker"),
             ("paper", "broker"),
             ("risk-guards", "risk-rule")
         ]

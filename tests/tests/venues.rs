@@ -450,5 +450,6 @@ macro_rules! venue_suite {
 }
 
 venue_suite!(binance);
+venue_suite!(kraken);
 venue_suite!(coinbase);
 venue_suite!(okx);

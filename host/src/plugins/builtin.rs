@@ -16,6 +16,10 @@ pub const BUILTINS: &[Builtin] = &[
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/broker_binance.wasm")),
     },
     Builtin {
+        manifest: include_str!("../../../plugins/broker-kraken/plugin.toml"),
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/broker_kraken.wasm")),
+    },
+    Builtin {
         manifest: include_str!("../../../plugins/broker-coinbase/plugin.toml"),
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/broker_coinbase.wasm")),
     },

@@ -10,6 +10,7 @@
 //! answer held back past the client's timeout after an order was accepted.
 
 pub mod binance;
+pub mod kraken;
 pub mod coinbase;
 pub mod okx;
 
