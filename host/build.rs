@@ -11,6 +11,7 @@ const BUILTINS: &[(&str, &str)] = &[
     ("broker-kraken", "broker_kraken.wasm"),
     ("broker-coinbase", "broker_coinbase.wasm"),
     ("broker-okx", "broker_okx.wasm"),
+    ("broker-alpaca", "broker_alpaca.wasm"),
     ("strategy-ema-cross", "strategy_ema_cross.wasm"),
     ("strategy-apex", "strategy_apex.wasm"),
     ("risk-guards", "risk_guards.wasm"),

@@ -136,7 +136,7 @@ fn the_builtins_load_and_describe_themselves() {
     let registry = registry();
     assert_eq!(
         registry.names(PluginKind::Broker),
-        vec!["binance", "coinbase", "kraken", "okx", "paper"]
+        vec!["alpaca", "binance", "coinbase", "kraken", "okx", "paper"]
     );
     // Each venue's plugin describes itself under the name it is installed as.
     for name in registry.names(PluginKind::Broker) {

@@ -33,6 +33,7 @@ async fn admins_see_the_builtin_plugins_and_users_do_not() {
     assert_eq!(
         names,
         vec![
+            ("alpaca", "broker"),
             ("apex", "strategy"),
             ("binance", "broker"),
             ("coinbase", "broker"),

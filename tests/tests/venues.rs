@@ -453,3 +453,4 @@ venue_suite!(binance);
 venue_suite!(kraken);
 venue_suite!(coinbase);
 venue_suite!(okx);
+venue_suite!(alpaca);

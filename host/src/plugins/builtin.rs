@@ -28,6 +28,10 @@ pub const BUILTINS: &[Builtin] = &[
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/broker_okx.wasm")),
     },
     Builtin {
+        manifest: include_str!("../../../plugins/broker-alpaca/plugin.toml"),
+        wasm: include_bytes!(concat!(env!("OUT_DIR"), "/broker_alpaca.wasm")),
+    },
+    Builtin {
         manifest: include_str!("../../../plugins/strategy-ema-cross/plugin.toml"),
         wasm: include_bytes!(concat!(env!("OUT_DIR"), "/strategy_ema_cross.wasm")),
     },

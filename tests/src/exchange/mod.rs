@@ -9,9 +9,10 @@
 //! quote asset, a request budget per key and window (over it: the venue's 429), and on request an
 //! answer held back past the client's timeout after an order was accepted.
 
+pub mod alpaca;
 pub mod binance;
-pub mod kraken;
 pub mod coinbase;
+pub mod kraken;
 pub mod okx;
 
 use std::collections::{BTreeMap, HashMap};
