@@ -33,7 +33,7 @@ use crate::store::reconciliation as baseline_rows;
 use crate::store::{iso8601, new_id, now_ms, signals as signal_rows, trading};
 
 /// The first check of a live order; later ones back off from it.
-const FIRST_CHECK_MS: i64 = 500;
+const FIRST_CHECK_MS: i64 = 100;
 /// The longest wait between two checks of a live order.
 const MAX_CHECK_MS: i64 = 30_000;
 

@@ -190,6 +190,7 @@ async fn scan_one(app: &App, cell: &Cell, market: &Market) -> (Option<Snapshot>,
         cell.next_scan_at.store(IDLE, Ordering::Release);
         return (None, None);
     }
+    let started = std::time::Instant::now();
     match scan::scan(app, trader, market).await {
         Ok(outcome) => {
             app.engine.scans.fetch_add(1, Ordering::Relaxed);
@@ -210,13 +211,24 @@ async fn scan_one(app: &App, cell: &Cell, market: &Market) -> (Option<Snapshot>,
             });
             (outcome.snapshot, bot)
         }
-        // A venue that asks to wait is waited for: the bot has not failed.
-        Err(ScanFailure {
-            reason,
-            wait_ms: Some(wait_ms),
-        }) => {
-            tracing::debug!(user_id = %trader.user_id, %reason, "scan waits for the venue");
-            let wait_ms = i64::try_from(wait_ms).unwrap_or(i64::MAX).max(interval_ms);
+        // A venue that asked to wait while the scan ran is waited for: the bot has not failed.
+        Err(ScanFailure { reason, wait_ms })
+            if wait_ms.is_some()
+                || app
+                    .plugins
+                    .runtime()
+                    .venue_asked_to_wait(&trader.bot.broker, &trader.user_id, started)
+                    .is_some() =>
+        {
+            let asked = app
+                .plugins
+                .runtime()
+                .venue_asked_to_wait(&trader.bot.broker, &trader.user_id, started)
+                .map_or(0, |left| left.as_millis() as u64);
+            let wait_ms = i64::try_from(wait_ms.unwrap_or(0).max(asked))
+                .unwrap_or(i64::MAX)
+                .max(interval_ms);
+            tracing::debug!(user_id = %trader.user_id, %reason, wait_ms, "scan waits for the venue");
             cell.next_scan_at
                 .store(now_ms().saturating_add(wait_ms), Ordering::Release);
             (None, None)

@@ -10,7 +10,7 @@ use crate::App;
 use crate::store::{now_ms, orders};
 
 /// How often the supervisor looks for due work.
-const TICK: Duration = Duration::from_millis(250);
+const TICK: Duration = Duration::from_millis(100);
 
 /// Runs forever; spawned once at liftoff.
 pub async fn run(app: App) {

@@ -13,23 +13,31 @@ use super::bindings::types::BrokerError;
 
 #[derive(Default)]
 pub struct RateGate {
-    /// Closed until, per (plugin, user; "" for calls without one).
-    closed: DashMap<(Arc<str>, String), Instant>,
+    /// The venue's last request to wait, per (plugin, user; "" for calls without one).
+    closed: DashMap<(Arc<str>, String), Asked>,
+}
+
+#[derive(Clone, Copy)]
+struct Asked {
+    at: Instant,
+    until: Instant,
 }
 
 impl RateGate {
     /// The error to answer instead of calling, while the gate is closed.
     pub fn closed(&self, plugin: &Arc<str>, scope: &str) -> Option<BrokerError> {
-        let key = (plugin.clone(), scope.to_string());
-        let until = *self.closed.get(&key)?;
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            self.closed.remove_if(&key, |_, at| *at == until);
-            return None;
-        }
-        Some(BrokerError::RateLimited(
-            left.as_millis().clamp(1, u128::from(u32::MAX)) as u32,
-        ))
+        let asked = *self.closed.get(&(plugin.clone(), scope.to_string()))?;
+        let left = asked.until.saturating_duration_since(Instant::now());
+        (!left.is_zero()).then(|| {
+            BrokerError::RateLimited(left.as_millis().clamp(1, u128::from(u32::MAX)) as u32)
+        })
+    }
+
+    /// How long the venue still wants calls of `plugin` for `scope` to wait, if it asked for a
+    /// wait at or after `since` (zero when that wait is already over).
+    pub fn asked_since(&self, plugin: &str, scope: &str, since: Instant) -> Option<Duration> {
+        let asked = *self.closed.get(&(Arc::from(plugin), scope.to_string()))?;
+        (asked.at >= since).then(|| asked.until.saturating_duration_since(Instant::now()))
     }
 
     /// Closes the gate when `result` is the venue asking to wait; passes `result` on.
@@ -40,11 +48,15 @@ impl RateGate {
         result: Result<T, BrokerError>,
     ) -> Result<T, BrokerError> {
         if let Err(BrokerError::RateLimited(ms)) = &result {
-            let until = Instant::now() + Duration::from_millis(u64::from((*ms).max(1)));
+            let at = Instant::now();
+            let until = at + Duration::from_millis(u64::from((*ms).max(1)));
             self.closed
                 .entry((plugin.clone(), scope.to_string()))
-                .and_modify(|at| *at = (*at).max(until))
-                .or_insert(until);
+                .and_modify(|asked| {
+                    asked.at = at;
+                    asked.until = asked.until.max(until);
+                })
+                .or_insert(Asked { at, until });
         }
         result
     }
@@ -78,5 +90,23 @@ mod tests {
         assert!(gate.closed(&plugin, "bob").is_none());
         std::thread::sleep(Duration::from_millis(100));
         assert!(gate.closed(&plugin, "alice").is_none());
+    }
+
+    #[test]
+    fn a_wait_asked_for_during_a_piece_of_work_is_known_after_it() {
+        let gate = RateGate::default();
+        let plugin: Arc<str> = Arc::from("venue");
+        let before = Instant::now();
+        let _ = gate.observe(&plugin, "alice", Err::<(), _>(BrokerError::RateLimited(50)));
+        let left = gate.asked_since("venue", "alice", before).expect("asked");
+        assert!(left <= Duration::from_millis(50), "{left:?}");
+        assert!(gate.asked_since("venue", "bob", before).is_none());
+        // Asked before the work began: not this work's concern.
+        assert!(gate.asked_since("venue", "alice", Instant::now()).is_none());
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(
+            gate.asked_since("venue", "alice", before),
+            Some(Duration::ZERO)
+        );
     }
 }

@@ -183,6 +183,20 @@ impl PluginRuntime {
         })
     }
 
+    /// How long a venue still wants `broker`'s calls for `user_id` (or its calls without a
+    /// user) to wait, if it asked at or after `since`.
+    pub fn venue_asked_to_wait(
+        &self,
+        broker: &str,
+        user_id: &str,
+        since: std::time::Instant,
+    ) -> Option<Duration> {
+        [user_id, ""]
+            .into_iter()
+            .filter_map(|scope| self.rate_gate.asked_since(broker, scope, since))
+            .max()
+    }
+
     pub fn egress(&self) -> Egress {
         self.http.egress()
     }
