@@ -65,7 +65,7 @@ impl Default for FileSettings {
 }
 
 /// The resolved configuration of one server process.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AppConfig {
     pub data_dir: PathBuf,
     pub database_url: String,
@@ -128,6 +128,90 @@ pub struct AppConfig {
     pub web_dir: Option<PathBuf>,
 }
 
+/// Secrets never reach a log line through `{:?}`: keys and tokens are replaced, and URLs lose
+/// their password.
+impl std::fmt::Debug for AppConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const REDACTED: &str = "<redacted>";
+        f.debug_struct("AppConfig")
+            .field("data_dir", &self.data_dir)
+            .field("database_url", &without_password(&self.database_url))
+            .field("backend", &self.backend)
+            .field("access_token_ttl", &self.access_token_ttl)
+            .field("refresh_token_ttl", &self.refresh_token_ttl)
+            .field(
+                "jwt_secret_from_env",
+                &self.jwt_secret_from_env.as_ref().map(|_| REDACTED),
+            )
+            .field(
+                "vault_key_from_env",
+                &self.vault_key_from_env.as_ref().map(|_| REDACTED),
+            )
+            .field(
+                "redis_url",
+                &self.redis_url.as_deref().map(without_password),
+            )
+            .field("debug", &self.debug)
+            .field("auth_rate_limit", &self.auth_rate_limit)
+            .field("anon_rate_limit", &self.anon_rate_limit)
+            .field("api_rate_multiplier", &self.api_rate_multiplier)
+            .field("failed_login_limit", &self.failed_login_limit)
+            .field("failed_login_window", &self.failed_login_window)
+            .field("scan_interval", &self.scan_interval)
+            .field("scan_parallelism", &self.scan_parallelism)
+            .field("initial_capital", &self.initial_capital)
+            .field(
+                "payment_webhook_secret",
+                &self.payment_webhook_secret.as_ref().map(|_| REDACTED),
+            )
+            .field(
+                "metrics_token",
+                &self.metrics_token.as_ref().map(|_| REDACTED),
+            )
+            .field("default_strategy", &self.default_strategy)
+            .field("default_pairs", &self.default_pairs)
+            .field("plugin_dir", &self.plugin_dir)
+            .field("plugin_cache_dir", &self.plugin_cache_dir)
+            .field("plugin_limits", &self.plugin_limits)
+            .field(
+                "plugin_allow_private_network",
+                &self.plugin_allow_private_network,
+            )
+            .field("ws_auth_timeout", &self.ws_auth_timeout)
+            .field("smtp_url", &self.smtp_url.as_deref().map(without_password))
+            .field("mail_from", &self.mail_from)
+            .field("public_url", &self.public_url)
+            .field("address", &self.address)
+            .field("port", &self.port)
+            .field("perf_update_interval", &self.perf_update_interval)
+            .field("perf_report_interval", &self.perf_report_interval)
+            .field("threshold_defaults", &self.threshold_defaults)
+            .field(
+                "close_positions_on_restart",
+                &self.close_positions_on_restart,
+            )
+            .field("exit_on_restart", &self.exit_on_restart)
+            .field("dashboard_port", &self.dashboard_port)
+            .field("companion_port", &self.companion_port)
+            .field("web_dir", &self.web_dir)
+            .finish()
+    }
+}
+
+/// A connection URL with its password (if any) replaced.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else {
+        return url.to_string();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:<redacted>@{host}"),
+        None => url.to_string(),
+    }
+}
+
 /// Reads a variable; an empty value counts as unset.
 pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -138,7 +222,15 @@ pub fn process_env(name: &str) -> Option<String> {
 impl AppConfig {
     /// Builds the Rocket figment (Rocket.toml + `ROCKET_*`) with the spec's names applied on top.
     pub fn rocket_figment(env: EnvLookup<'_>) -> Result<Figment> {
-        let mut figment = rocket::Config::figment();
+        use rocket::figment::providers::{Env, Format, Toml};
+        let file = env("ROCKET_CONFIG").unwrap_or_else(|| "Rocket.toml".into());
+        // Rocket's own layering (defaults, Rocket.toml, ROCKET_*), with one default changed:
+        // client addresses come from the socket unless the operator names a trusted proxy's
+        // header, since a header any client can set would let it pick its rate-limit bucket.
+        let mut figment = Figment::from(rocket::Config::default())
+            .merge(("ip_header", false))
+            .merge(Toml::file(file).nested())
+            .merge(Env::prefixed("ROCKET_").ignore(&["PROFILE"]).global());
         if let Some(port) = env("PORT") {
             let port: u16 = port
                 .trim()
@@ -414,6 +506,53 @@ mod tests {
         let lookup = move |name: &str| map.get(name).cloned();
         let figment = AppConfig::rocket_figment(&lookup)?;
         AppConfig::load(&figment, &lookup)
+    }
+
+    #[test]
+    fn debug_output_hides_secrets() {
+        let config = load(&[
+            ("DATABASE_URL", "postgres://app:hunter2@db:5432/th"),
+            ("JWT_SECRET_KEY", "jwt-secret-value"),
+            ("VAULT_ENCRYPTION_KEY", "vault-secret-value"),
+            ("PAYMENT_WEBHOOK_SECRET", "payment-secret-value"),
+            ("TRADEHOST_METRICS_TOKEN", "metrics-secret-value"),
+            (
+                "TRADEHOST_SMTP_URL",
+                "smtp://mailer:mail-secret-value@mail.example.com:587",
+            ),
+        ])
+        .unwrap();
+        let shown = format!("{config:?}");
+        for secret in [
+            "hunter2",
+            "jwt-secret",
+            "vault-secret",
+            "payment-secret",
+            "metrics-secret",
+            "mail-secret",
+        ] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(
+            shown.contains("postgres://app:<redacted>@db:5432/th"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("jwt_secret_from_env: Some(\"<redacted>\")"),
+            "{shown}"
+        );
+    }
+
+    /// Without a Rocket.toml (a server started elsewhere than the repository), client addresses
+    /// still come from the socket, never from a header a client could set.
+    #[test]
+    fn no_client_ip_header_without_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("Rocket.toml").display().to_string();
+        let lookup = move |name: &str| (name == "ROCKET_CONFIG").then(|| missing.clone());
+        let figment = AppConfig::rocket_figment(&lookup).unwrap();
+        let rocket: rocket::Config = figment.extract().unwrap();
+        assert_eq!(rocket.ip_header, None);
     }
 
     #[test]

@@ -205,6 +205,38 @@ fn is_auth_route(path: &str) -> bool {
     path.starts_with("/api/v1/auth/") || path.starts_with("/api/auth/")
 }
 
+/// The routes that take credentials (sign-in, registration, refresh, password reset): they stay
+/// on the per-IP auth budget even with a valid bearer, which would otherwise buy a guesser the
+/// larger per-user budget.
+fn is_credential_route(path: &str) -> bool {
+    let Some(action) = path
+        .strip_prefix("/api/v1/auth/")
+        .or_else(|| path.strip_prefix("/api/auth/"))
+    else {
+        return false;
+    };
+    matches!(
+        action.trim_end_matches('/'),
+        "login" | "register" | "refresh" | "reset-password" | "reset-password/confirm"
+    )
+}
+
+/// The per-IP bucket of a client: its address, or for IPv6 its /64 (one subscriber usually has
+/// a whole /64, so single addresses would give them billions of buckets).
+pub fn ip_bucket(ip: Option<std::net::IpAddr>) -> String {
+    match ip {
+        Some(std::net::IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+        Some(ip) => ip.to_string(),
+        None => "unknown".into(),
+    }
+}
+
 /// Counts every request before routing. A request over its limit is rerouted to a route that
 /// answers 429, so its handler never runs.
 pub struct RateLimitFairing;
@@ -223,16 +255,17 @@ impl Fairing for RateLimitFairing {
             return;
         };
         let path = req.uri().path().as_str().to_string();
-        let ip = req
-            .client_ip()
-            .map(|ip| ip.to_string())
-            .unwrap_or_else(|| "unknown".into());
-        let (key, limit) = match Bearer::of(req) {
+        let ip = ip_bucket(req.client_ip());
+        let bearer = Bearer::of(req);
+        if let Bearer::Valid(claims) = bearer {
+            app.usage.api_call(&claims.sub);
+        }
+        let (key, limit) = match bearer {
+            _ if is_credential_route(&path) => {
+                (format!("auth-ip:{ip}"), app.config.auth_rate_limit)
+            }
             Bearer::Valid(claims) => (
-                {
-                    app.usage.api_call(&claims.sub);
-                    format!("user:{}", claims.sub)
-                },
+                format!("user:{}", claims.sub),
                 app.user_limits.per_minute(app, &claims.sub).await,
             ),
             _ if is_auth_route(&path) => (format!("auth-ip:{ip}"), app.config.auth_rate_limit),
@@ -283,6 +316,45 @@ mod tests {
         // The next window starts fresh; other keys are independent.
         assert!(limiter.decide("k", 3, MINUTE, true, t0 + 20).allowed);
         assert!(limiter.decide("other", 3, MINUTE, true, t0).allowed);
+    }
+
+    #[test]
+    fn ipv6_clients_share_their_64() {
+        let ip = |s: &str| Some(s.parse().unwrap());
+        assert_eq!(ip_bucket(ip("203.0.113.7")), "203.0.113.7");
+        assert_eq!(ip_bucket(ip("2001:db8:1:2:aaaa::1")), "2001:db8:1:2::/64");
+        assert_eq!(
+            ip_bucket(ip("2001:db8:1:2:ffff:ffff:ffff:ffff")),
+            ip_bucket(ip("2001:db8:1:2::9"))
+        );
+        assert_ne!(
+            ip_bucket(ip("2001:db8:1:3::1")),
+            ip_bucket(ip("2001:db8:1:2::1"))
+        );
+        assert_eq!(ip_bucket(ip("::ffff:198.51.100.1")), "198.51.100.1");
+        assert_eq!(ip_bucket(None), "unknown");
+    }
+
+    #[test]
+    fn credential_routes_keep_the_ip_budget() {
+        for path in [
+            "/api/v1/auth/login",
+            "/api/v1/auth/register",
+            "/api/v1/auth/refresh",
+            "/api/v1/auth/reset-password",
+            "/api/v1/auth/reset-password/confirm",
+            "/api/auth/login",
+            "/api/auth/register",
+        ] {
+            assert!(is_credential_route(path), "{path}");
+        }
+        for path in [
+            "/api/v1/auth/me",
+            "/api/v1/auth/logout",
+            "/api/v1/trading/status",
+        ] {
+            assert!(!is_credential_route(path), "{path}");
+        }
     }
 
     #[test]

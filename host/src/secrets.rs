@@ -87,7 +87,8 @@ fn generated_or_required(config: &AppConfig, variable: &str, file_name: &str) ->
     Ok(value)
 }
 
-fn write_owner_only(path: &Path, value: &str) -> Result<()> {
+/// Creates `path` readable by the owner only, with `value`, on disk before it returns.
+pub(crate) fn write_owner_only(path: &Path, value: &str) -> Result<()> {
     let mut file = fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -128,10 +128,22 @@ pub async fn rotate_key(
         // lost: were the process to die between the commit and the rename, renaming that file
         // over vault_key by hand finishes the rotation.
         let staged = key_file.with_extension("new");
-        std::fs::write(&staged, &new_raw)?;
-        std::fs::set_permissions(&staged, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+        if staged.exists() {
+            anyhow::bail!(
+                "{} is left from an earlier rotation: if that rotation's secrets were committed it \
+                 is the key in use, so rename it over {} (or delete it if not) and run this again",
+                staged.display(),
+                key_file.display()
+            );
+        }
+        // Created owner-only and synced to disk before the secrets change.
+        crate::secrets::write_owner_only(&staged, &new_raw)?;
         tx.commit().await?;
         std::fs::rename(&staged, &key_file)?;
+        // The rename itself survives a power loss only once the directory is synced.
+        if let Some(dir) = key_file.parent() {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
         format!(
             "re-encrypted {} broker connection(s); the new key is stored in {}",
             rows.len(),

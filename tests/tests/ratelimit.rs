@@ -185,6 +185,65 @@ async fn failed_logins_are_throttled_per_email() {
     server.login(&bystander, PASSWORD).await;
 }
 
+/// 200 parallel guesses at one account's password, the right one among them: at most the limit
+/// are ever checked (each attempt is counted before its password is), the rest are refused
+/// unchecked, and the lockout is audited once.
+#[tokio::test]
+async fn parallel_guesses_evaluate_at_most_the_limit() {
+    let server = Server::options()
+        .env("TRADEHOST_FAILED_LOGIN_LIMIT", "5")
+        .env("TRADEHOST_AUTH_RATE_LIMIT", "100000")
+        .start()
+        .await;
+    let victim = email("parallel-victim");
+    server.register(&victim).await;
+    let sessions_before = server.count("SELECT COUNT(*) FROM sessions").await;
+    let guesses = (0..200).map(|i| {
+        let password = if i == 150 {
+            PASSWORD.to_string()
+        } else {
+            format!("wrong guess {i}")
+        };
+        let body = json!({"email": victim, "password": password});
+        let server = &server;
+        async move { server.post("/api/v1/auth/login", None, body).await }
+    });
+    let replies = futures_util::future::join_all(guesses).await;
+    let evaluated = replies
+        .iter()
+        .filter(|r| r.status == 401 || r.status == 200)
+        .count();
+    let refused = replies.iter().filter(|r| r.status == 429).count();
+    // A successful sign-in clears the count, so a right guess among the first five lets five more
+    // be checked; never more.
+    let signed = replies.iter().filter(|r| r.status == 200).count();
+    assert!(
+        evaluated <= 5 * (1 + signed),
+        "{evaluated} passwords were checked"
+    );
+    assert_eq!(evaluated + refused, 200);
+    for reply in replies.iter().filter(|r| r.status == 429) {
+        assert_eq!(reply.json["error"]["code"], "RATE_LIMIT_EXCEEDED");
+    }
+    let failed = server
+        .count("SELECT COUNT(*) FROM audit_log WHERE event_type = 'auth.login_failed'")
+        .await;
+    assert!(failed as usize <= 5 * (1 + signed), "{failed}");
+    let signed_in = server.count("SELECT COUNT(*) FROM sessions").await - sessions_before;
+    assert_eq!(
+        signed_in as usize,
+        replies.iter().filter(|r| r.status == 200).count()
+    );
+    if signed_in == 0 {
+        assert_eq!(
+            server
+                .count("SELECT COUNT(*) FROM audit_log WHERE event_type = 'auth.login_locked'")
+                .await,
+            1
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_operator_can_scale_tier_limits() {
     let server = Server::options()

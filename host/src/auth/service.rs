@@ -200,8 +200,11 @@ pub async fn login(
         app.config.failed_login_limit,
         app.config.failed_login_window,
     );
-    let throttle = app.limiter.peek(&throttle_key, limit, window).await;
+    // The attempt is counted before the password is checked, in one atomic step: of many
+    // parallel guesses at most `limit` are ever evaluated. A successful sign-in clears the count.
+    let throttle = app.limiter.hit(&throttle_key, limit, window).await;
     if !throttle.allowed {
+        tracing::warn!(email, ip = ?meta.ip, "sign-in refused: too many failed attempts");
         audit::record(
             &app.db.pool,
             "auth.login_throttled",
@@ -226,7 +229,6 @@ pub async fn login(
         .verify(password, user.as_ref().map(|u| u.password_hash.as_str()))
         .await?;
     let Some(user) = user.filter(|_| password_ok) else {
-        app.limiter.hit(&throttle_key, limit, window).await;
         audit::record(
             &app.db.pool,
             "auth.login_failed",
@@ -234,6 +236,17 @@ pub async fn login(
             json!({ "email": email, "reason": "invalid_credentials" }),
         )
         .await?;
+        if throttle.remaining == 0 {
+            // This failure used the last attempt of the window: the account is locked until it ends.
+            tracing::warn!(email, ip = ?meta.ip, "sign-in locked after repeated failures");
+            audit::record(
+                &app.db.pool,
+                "auth.login_locked",
+                &actor(None, meta),
+                json!({ "email": email, "until": throttle.reset_at }),
+            )
+            .await?;
+        }
         return Err(ApiError::code(ErrorCode::InvalidCredentials));
     };
     // Account status only after the password: it is not revealed to someone guessing.

@@ -42,7 +42,9 @@ pub fn verify(secret: &str, header: Option<&str>, body: &[u8], now_secs: i64) ->
         }
     }
     let timestamp = timestamp.ok_or_else(|| refused("The signature has no timestamp"))?;
-    if (now_secs - timestamp).abs() > TOLERANCE_SECS {
+    // Any i64 may arrive: the difference is taken without overflow (i64::MIN would overflow
+    // both the subtraction and `abs`).
+    if now_secs.abs_diff(timestamp) > TOLERANCE_SECS.unsigned_abs() {
         return Err(refused(
             "The signature's timestamp is outside the five-minute tolerance",
         ));
@@ -249,6 +251,9 @@ mod tests {
             sign("whsec", now, r#"{"id":"evt_2"}"#),
             format!("t={now}"),
             "v1=00".to_string(),
+            // Extreme timestamps are refused, not a panic.
+            sign("whsec", i64::MIN, body),
+            sign("whsec", i64::MAX, body),
         ] {
             let err = verify("whsec", Some(&header), body.as_bytes(), now).unwrap_err();
             assert_eq!(err.code, ErrorCode::InvalidSignature, "{header}");
