@@ -168,6 +168,7 @@ pub fn rocket(figment: Figment, app: App) -> Rocket<Build> {
         .manage(app)
         .attach(api::request_id::RequestIdFairing)
         .attach(ratelimit::RateLimitFairing)
+        .attach(api::query::QueryFairing)
         .attach(AdHoc::on_liftoff("background tasks", |rocket| {
             Box::pin(async move {
                 let app = rocket.state::<App>().expect("App is managed");
@@ -212,7 +213,8 @@ fn launch_extra_ports(figment: &Figment, app: &App) {
         let server = rocket::custom(figment.clone().merge(("port", port)))
             .manage(app.clone())
             .attach(api::request_id::RequestIdFairing)
-            .attach(ratelimit::RateLimitFairing);
+            .attach(ratelimit::RateLimitFairing)
+            .attach(api::query::QueryFairing);
         let server = api::mount_extra_port(server, dashboard);
         let set = if dashboard {
             "dashboard"

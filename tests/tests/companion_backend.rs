@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use tradehost_blackbox::companion::*;
 use tradehost_blackbox::{PASSWORD, Reply, Server, email};
 
-const NOT_ENABLED: &str = "User not enabled or no permissions configured";
+/// The backend's start without a broker says what to do (the gateway keeps its own wording).
+const NO_BROKER: &str = "No broker is connected: connect one with POST /api/user/brokers/{broker} before starting the bot";
 const UNSUPPORTED: &str =
     "Unsupported broker. Supported: paper, coinbase, kraken, binance, okx, alpaca";
 
@@ -432,7 +433,7 @@ async fn start_bot_needs_a_broker_and_status_starts_uninitialised() {
     assert_detail(
         &post_empty(&server, "/api/start_bot", &token).await,
         400,
-        NOT_ENABLED,
+        NO_BROKER,
     );
     assert_detail(
         &post_empty(&server, "/api/stop_bot", &token).await,
@@ -668,7 +669,7 @@ async fn trading_control_refusals() {
     let server = Server::start().await;
     let (_, token) = server.user(&email("a-control-refused")).await;
     let cases = [
-        (json!({"action": "start"}), NOT_ENABLED),
+        (json!({"action": "start"}), NO_BROKER),
         (json!({}), "Action is required (start/stop/pause/resume)"),
         (
             json!({"other": "start"}),
@@ -920,4 +921,141 @@ async fn timestamps_carry_milliseconds() {
         ),
         ("status last_activity", &status["last_activity"]),
     ]);
+}
+
+/// The original client's safety routes: the status answers everyone and says more to a signed-in
+/// caller; an emergency stop needs the caller's bearer and stops only the caller's bot; lifting
+/// it lets the bot start again; the kill switch shows to everyone at once.
+#[tokio::test]
+async fn safety_status_and_the_callers_emergency_stop() {
+    let server = Server::start().await;
+    let anonymous = server.get("/api/safety/status", None).await;
+    anonymous.expect(200);
+    let s = &anonymous.json;
+    assert_eq!(s["mode"], "monitor", "{s}");
+    assert_eq!(s["emergency_stop_active"], false);
+    assert_eq!(s["credentials_configured"], false);
+    assert_eq!(s["ui_indicators"]["allow_toggle"], false);
+    assert_eq!(s["ui_indicators"]["show_simulation_banner"], false);
+
+    let (_, token) = server.user(&email("safety")).await;
+    let (_, bystander) = server.user(&email("safety-bystander")).await;
+    let fresh = server.get("/api/safety/status", Some(&token)).await.json;
+    assert_eq!(fresh["credentials_configured"], false, "{fresh}");
+    assert_eq!(fresh["trading_allowed"], false, "{fresh}");
+    assert!(
+        fresh["status_message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Connect a broker")),
+        "{fresh}"
+    );
+
+    for user in [&token, &bystander] {
+        server.connect_paper(user).await;
+        server
+            .post(
+                "/api/v1/trading/start",
+                Some(user),
+                json!({"broker": "paper", "paper_trading": true}),
+            )
+            .await
+            .expect(200);
+        server.wait_running(user).await;
+    }
+    let running = server.get("/api/safety/status", Some(&token)).await.json;
+    assert_eq!(running["mode"], "dry_run", "{running}");
+    assert_eq!(running["trading_allowed"], true);
+    assert_eq!(running["ui_indicators"]["show_simulation_banner"], true);
+    assert_eq!(running["ui_indicators"]["allow_toggle"], true);
+    assert!(running["last_state_change"].is_string(), "{running}");
+
+    // Without a bearer nothing stops.
+    let refused = server
+        .request(
+            Method::POST,
+            "/api/safety/emergency-stop",
+            None,
+            Some(json!({"reason": "User activated emergency stop via UI"})),
+        )
+        .await;
+    assert_eq!(refused.status, 401, "{}", refused.text);
+    assert_eq!(refused.json["success"], false);
+    assert!(refused.json["error"].is_string(), "{}", refused.text);
+    for user in [&token, &bystander] {
+        let status = server.get("/api/v1/trading/status", Some(user)).await;
+        assert_eq!(status.data()["status"], "running");
+    }
+
+    let stopped = server
+        .request(
+            Method::POST,
+            "/api/safety/emergency-stop",
+            Some(&token),
+            Some(json!({"reason": "User activated emergency stop via UI"})),
+        )
+        .await;
+    stopped.expect(200);
+    assert_eq!(stopped.json["success"], true, "{}", stopped.text);
+    let status = server.get("/api/v1/trading/status", Some(&token)).await;
+    assert_eq!(status.data()["status"], "emergency_stopped");
+    let other = server.get("/api/v1/trading/status", Some(&bystander)).await;
+    assert_eq!(other.data()["status"], "running", "only the caller stops");
+    let halted = server.get("/api/safety/status", Some(&token)).await.json;
+    assert_eq!(halted["mode"], "disabled", "{halted}");
+    assert_eq!(halted["emergency_stop_active"], true);
+    assert_eq!(halted["ui_indicators"]["allow_toggle"], false);
+    assert_eq!(
+        server.get("/api/safety/status", None).await.json["emergency_stop_active"],
+        false,
+        "a caller's stop is theirs alone"
+    );
+
+    let lifted = server
+        .request(
+            Method::DELETE,
+            "/api/safety/emergency-stop",
+            Some(&token),
+            None,
+        )
+        .await;
+    lifted.expect(200);
+    assert_eq!(lifted.json["emergency_stop_active"], false);
+    let status = server.get("/api/v1/trading/status", Some(&token)).await;
+    assert_eq!(status.data()["status"], "stopped");
+    assert_eq!(
+        server.get("/api/safety/status", Some(&token)).await.json["mode"],
+        "monitor"
+    );
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper"}),
+        )
+        .await
+        .expect(200);
+
+    // The kill switch shows to everyone, signed in or not.
+    let admin = server.admin_token().await;
+    server
+        .post(
+            "/api/v1/admin/kill-switch",
+            Some(&admin),
+            json!({"reason": "exchange outage"}),
+        )
+        .await
+        .expect(200);
+    for caller in [None, Some(bystander.as_str())] {
+        let s = server.get("/api/safety/status", caller).await.json;
+        assert_eq!(s["mode"], "disabled", "{s}");
+        assert_eq!(s["kill_switch_active"], true, "{s}");
+        assert_eq!(s["emergency_stop_active"], true, "{s}");
+        assert_eq!(s["trading_allowed"], false, "{s}");
+        assert!(
+            s["status_message"]
+                .as_str()
+                .is_some_and(|m| m.contains("exchange outage")),
+            "{s}"
+        );
+    }
 }

@@ -60,7 +60,7 @@ const KPI: [&str; 21] = [
     "realized_pnl_total",
 ];
 
-const INVESTOR: [&str; 21] = [
+const INVESTOR: [&str; 25] = [
     "user_id",
     "initial_capital",
     "current_nav",
@@ -72,7 +72,10 @@ const INVESTOR: [&str; 21] = [
     "sharpe_ratio",
     "sortino_ratio",
     "max_drawdown_pct",
+    "max_drawdown_start",
+    "max_drawdown_end",
     "current_drawdown_pct",
+    "current_regime",
     "win_rate_pct",
     "total_trades",
     "avg_trades_per_day",
@@ -80,6 +83,7 @@ const INVESTOR: [&str; 21] = [
     "monthly_avg_return_pct",
     "active_strategies",
     "strategy_allocations",
+    "strategy_performance",
     "diversification_score",
     "reporting_date",
 ];
@@ -317,6 +321,24 @@ async fn no_data_before_any_snapshot() {
         &investor["active_strategies"],
         json!(0),
     );
+    checks.eq(
+        "investor drawdown window",
+        &json!([
+            &investor["max_drawdown_start"],
+            &investor["max_drawdown_end"]
+        ]),
+        json!([null, null]),
+    );
+    checks.eq(
+        "investor current_regime",
+        &investor["current_regime"],
+        json!("ranging"),
+    );
+    checks.eq(
+        "investor strategy_performance",
+        &investor["strategy_performance"],
+        json!({}),
+    );
     let score = num(&investor["diversification_score"]);
     assert!((0.0..=100.0).contains(&score), "{investor}");
     assert_utc(&investor["reporting_date"]);
@@ -332,11 +354,6 @@ async fn parameters_and_snapshots_are_validated() {
         "/api/kpi/history?hours=0",
         "/api/kpi/history?hours=-3",
         "/api/kpi/history?hours=1.5",
-        "/api/v1/dashboard/equity-curve?days=-1",
-        "/api/v1/dashboard/equity-curve?days=abc",
-        "/api/v1/dashboard/equity-curve?days=1.5",
-        "/api/v1/dashboard/drawdown-curve?days=-2",
-        "/api/v1/dashboard/drawdown-curve?days=x",
         "/api/v1/dashboard/monthly-report/2026/13",
         "/api/v1/dashboard/monthly-report/2026/0",
         "/api/v1/dashboard/monthly-report/1999/6",
@@ -461,6 +478,14 @@ async fn manual_snapshots_feed_the_curves_metrics_and_reports() {
         ),
         curve
     );
+    // Anything but a positive whole number of days means all data, never an error.
+    for days in ["abc", "1.5", "-1", "", "0"] {
+        for route in ["equity-curve", "drawdown-curve"] {
+            let path = format!("/api/v1/dashboard/{route}?days={days}");
+            let all = data(&server.get(&path, Some(&token)).await);
+            assert_eq!(all.as_array().map(Vec::len), Some(3), "{path}: {all}");
+        }
+    }
     let drawdowns = data(
         &server
             .get("/api/v1/dashboard/drawdown-curve?days=0", Some(&token))
@@ -541,6 +566,17 @@ async fn manual_snapshots_feed_the_curves_metrics_and_reports() {
         "investor max_drawdown_pct",
         &investor["max_drawdown_pct"],
         10.0,
+    );
+    // From the 11000 peak (the first snapshot) to the 9900 trough (the second).
+    checks.eq(
+        "investor max_drawdown_start",
+        &investor["max_drawdown_start"],
+        points[0]["timestamp"].clone(),
+    );
+    checks.eq(
+        "investor max_drawdown_end",
+        &investor["max_drawdown_end"],
+        points[1]["timestamp"].clone(),
     );
     checks.near(
         "investor total_return_usd",

@@ -5,6 +5,78 @@ use reqwest::Method;
 use serde_json::json;
 use tradehost_blackbox::{Server, email};
 
+/// A 405 says which methods the path serves; other answers carry no `Allow`.
+#[tokio::test]
+async fn a_wrong_method_names_the_allowed_ones() {
+    let server = Server::start().await;
+    let wrong = server.get("/api/v1/auth/login", None).await;
+    wrong.expect_error(405, "METHOD_NOT_ALLOWED");
+    assert_eq!(wrong.header("allow"), Some("POST"), "{}", wrong.text);
+    let wrong = server
+        .request(Method::DELETE, "/api/v1/config/settings", None, None)
+        .await;
+    assert_eq!(wrong.status, 405, "{}", wrong.text);
+    assert_eq!(wrong.header("allow"), Some("GET, PUT"), "{}", wrong.text);
+    // The companion sets too, in their own envelope.
+    let wrong = server.request(Method::PUT, "/api/status", None, None).await;
+    assert_eq!(wrong.status, 405, "{}", wrong.text);
+    assert_eq!(wrong.header("allow"), Some("GET"), "{}", wrong.text);
+    let missing = server.get("/api/v1/nowhere", None).await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.header("allow"), None);
+}
+
+/// A query parameter given twice is refused naming it, in the route set's envelope, before the
+/// handler runs; an empty one means the same as an absent one.
+#[tokio::test]
+async fn repeated_query_parameters_are_refused() {
+    let server = Server::start().await;
+    let (_, token) = server.user(&email("query-twice")).await;
+    let twice = server
+        .get(
+            "/api/v1/account/performance?period=7d&period=x",
+            Some(&token),
+        )
+        .await;
+    twice.expect_error(400, "INVALID_REQUEST");
+    assert_eq!(
+        twice.json["error"]["details"]["field"], "period",
+        "{}",
+        twice.text
+    );
+    let twice = server
+        .get("/api/v1/account/history?page=1&page=2", Some(&token))
+        .await;
+    twice.expect_error(400, "INVALID_REQUEST");
+    assert_eq!(
+        twice.json["error"]["details"]["field"], "page",
+        "{}",
+        twice.text
+    );
+    // A companion set answers in its own envelope.
+    let twice = server
+        .get("/api/v1/dashboard/equity-curve?days=1&days=2", Some(&token))
+        .await;
+    assert_eq!(twice.status, 400, "{}", twice.text);
+    assert_eq!(twice.json["success"], false, "{}", twice.text);
+    // Empty values are dropped: the defaults apply.
+    let empty = server
+        .get("/api/v1/account/performance?period=", Some(&token))
+        .await;
+    empty.expect(200);
+    let default = server
+        .get("/api/v1/account/performance", Some(&token))
+        .await;
+    assert_eq!(empty.data()["period"], default.data()["period"]);
+    server
+        .get(
+            "/api/v1/account/history?page=&per_page=&symbol=",
+            Some(&token),
+        )
+        .await
+        .expect(200);
+}
+
 #[tokio::test]
 async fn unknown_routes_and_wrong_methods() {
     let server = Server::start().await;

@@ -89,6 +89,30 @@ async fn a_signal_trades_through_the_running_bot() {
     server.wait_running(&token).await;
     let mut socket = server.socket(&token, &["trades"]).await;
 
+    // Sizes the bot would not trade are refused with the reason, and nothing is stored.
+    for (size, reason) in [(5e8, "largest position"), (0.5, "minimum order")] {
+        let mut absurd = signal(&key, "buy");
+        absurd["size_usd"] = json!(size);
+        let refused = server.post("/api/v1/webhooks/signals", None, absurd).await;
+        refused.expect_error(400, "INVALID_REQUEST");
+        assert_eq!(refused.json["error"]["details"]["field"], "size_usd");
+        assert!(
+            refused.json["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(reason)),
+            "{}",
+            refused.text
+        );
+    }
+    assert_eq!(
+        server
+            .count(&format!(
+                "SELECT COUNT(*) FROM signals WHERE user_id = '{user_id}'"
+            ))
+            .await,
+        0
+    );
+
     let bought = server
         .post("/api/v1/webhooks/signals", None, signal(&key, "buy"))
         .await;
@@ -132,11 +156,36 @@ async fn a_signal_trades_through_the_running_bot() {
         )
         .await;
     let trades = history.data()["trades"].as_array().unwrap();
+    let trade = trades
+        .iter()
+        .find(|t| t["trade_id"] == closed_id.as_str() && t["exit_reason"] == "signal")
+        .unwrap_or_else(|| panic!("no closed trade {closed_id} in {trades:?}"));
+
+    // The trade counts for the strategy the signal named; the running bot's strategy holds the
+    // allocation.
+    let summary = server
+        .get("/api/v1/dashboard/investor-summary", Some(&token))
+        .await;
+    summary.expect(200);
+    let summary = &summary.json["data"];
+    let alert = &summary["strategy_performance"]["tv-alert"];
+    assert_eq!(alert["total_trades"], 1, "{summary}");
+    assert_eq!(alert["allocation_pct"].as_f64(), Some(0.0), "{summary}");
+    let pnl = trade["realized_pnl"].as_f64().unwrap();
     assert!(
-        trades
-            .iter()
-            .any(|t| t["trade_id"] == closed_id.as_str() && t["exit_reason"] == "signal")
+        (alert["total_pnl"].as_f64().unwrap() - pnl).abs() < 0.006,
+        "{alert} vs {pnl}"
     );
+    let allocations = summary["strategy_allocations"].as_object().unwrap();
+    assert_eq!(allocations.len(), 1, "{summary}");
+    for (running, pct) in allocations {
+        assert_eq!(pct.as_f64(), Some(100.0));
+        assert_eq!(
+            summary["strategy_performance"][running]["allocation_pct"].as_f64(),
+            Some(100.0),
+            "{summary}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -129,10 +129,11 @@ mod tests {
         "get", "put", "post", "delete", "patch", "head", "options", "trace",
     ];
 
-    /// Mounted routes that are not API operations: the rate limiter's internal route and the static
-    /// files of the two pages.
-    const UNDOCUMENTED: [&str; 3] = [
+    /// Mounted routes that are not API operations: the internal routes of requests refused before
+    /// routing and the static files of the two pages.
+    const UNDOCUMENTED: [&str; 4] = [
         "/__tradehost/rate-limited",
+        "/__tradehost/refused",
         "/api/docs/assets/{name}",
         "/trades/assets/{name}",
     ];

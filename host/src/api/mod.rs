@@ -22,7 +22,7 @@ pub fn mount(rocket: Rocket<Build>) -> Rocket<Build> {
     rocket
         .mount("/api/v1", v1::routes())
         .mount("/ws/v1", ws::routes())
-        .mount("/", routes![rate_limited])
+        .mount("/", routes![rate_limited, refused])
         .mount("/", metrics::routes())
         .mount("/", docs::routes())
         .mount("/", pages::routes())
@@ -40,7 +40,7 @@ pub fn mount_extra_port(rocket: Rocket<Build>, dashboard: bool) -> Rocket<Build>
     };
     rocket
         .mount("/", routes)
-        .mount("/", routes![rate_limited])
+        .mount("/", routes![rate_limited, refused])
         .register("/", catchers![catch_all])
 }
 
@@ -62,18 +62,39 @@ fn rate_limited(decision: RequestDecision) -> ApiError {
     }
 }
 
+/// Where a request refused before routing (a malformed query string) is sent.
+#[get("/__tradehost/refused")]
+fn refused(refusal: query::RefusedBeforeRouting) -> ApiError {
+    refusal
+        .0
+        .unwrap_or_else(|| ApiError::code(ErrorCode::NotFound))
+}
+
 /// Every error Rocket produces itself (unknown route, failed guard, bad body, panic) as JSON in
 /// the envelope of the route set the path belongs to (see `Flavor`).
 #[catch(default)]
-fn catch_all(status: Status, req: &Request<'_>) -> ApiError {
+fn catch_all(status: Status, req: &Request<'_>) -> CaughtError {
     if let Some(err) = guard_error(req) {
-        return err;
+        return CaughtError::from(err);
     }
-    match status.code {
-        404 if other_method_matches(req) => ApiError::new(
-            ErrorCode::MethodNotAllowed,
-            format!("{} is not allowed on {}", req.method(), req.uri().path()),
-        ),
+    if status.code == 404 {
+        let allowed = allowed_methods(req);
+        if !allowed.is_empty() {
+            return CaughtError {
+                error: ApiError::new(
+                    ErrorCode::MethodNotAllowed,
+                    format!(
+                        "{} is not allowed on {}; use {}",
+                        req.method(),
+                        req.uri().path(),
+                        allowed.join(", ")
+                    ),
+                ),
+                allow: Some(allowed.join(", ")),
+            };
+        }
+    }
+    CaughtError::from(match status.code {
         404 => ApiError::new(
             ErrorCode::NotFound,
             format!("No route for {} {}", req.method(), req.uri().path()),
@@ -89,17 +110,46 @@ fn catch_all(status: Status, req: &Request<'_>) -> ApiError {
             req.method(),
             req.uri()
         )),
+    })
+}
+
+/// A caught error, with the `Allow` header a 405 carries.
+struct CaughtError {
+    error: ApiError,
+    allow: Option<String>,
+}
+
+impl From<ApiError> for CaughtError {
+    fn from(error: ApiError) -> Self {
+        Self { error, allow: None }
     }
 }
 
-/// Whether some route serves this path with another method (so the answer is 405, not 404).
-fn other_method_matches(req: &Request<'_>) -> bool {
+impl<'r> rocket::response::Responder<'r, 'static> for CaughtError {
+    fn respond_to(self, req: &'r Request<'_>) -> rocket::response::Result<'static> {
+        let mut response = self.error.respond_to(req)?;
+        if let Some(allow) = self.allow {
+            response.set_header(rocket::http::Header::new("Allow", allow));
+        }
+        Ok(response)
+    }
+}
+
+/// The methods other routes serve this path with (a non-empty list makes the answer 405, not
+/// 404), sorted and without repeats.
+fn allowed_methods(req: &Request<'_>) -> Vec<&'static str> {
     let path = req.uri().path();
     let segments: Vec<&str> = path.segments().collect();
-    req.rocket()
+    let mut methods: Vec<&'static str> = req
+        .rocket()
         .routes()
         .filter(|route| route.method != req.method())
-        .any(|route| template_matches(route.uri.path(), &segments))
+        .filter(|route| template_matches(route.uri.path(), &segments))
+        .map(|route| route.method.as_str())
+        .collect();
+    methods.sort_unstable();
+    methods.dedup();
+    methods
 }
 
 fn template_matches(template: &str, segments: &[&str]) -> bool {

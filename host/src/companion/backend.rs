@@ -182,7 +182,9 @@ pub async fn profile(app: &App, user: &Principal) -> ApiResult<Profile> {
 
 /// Starts the bot with the user's settings on their first broker connection. Without a broker
 /// the original's message is kept, with the status the route set wants (A 400, B 403).
-pub async fn start(app: &App, user: &Principal, not_enabled_status: u16) -> ApiResult<String> {
+/// Starts the user's bot with the defaults; `no_broker` is how the route set words a start
+/// without any broker connection.
+pub async fn start(app: &App, user: &Principal, no_broker: ApiError) -> ApiResult<String> {
     let started = engine::start(
         app,
         user,
@@ -196,9 +198,7 @@ pub async fn start(app: &App, user: &Principal, not_enabled_status: u16) -> ApiR
     )
     .await
     .map_err(|err| match err.code {
-        ErrorCode::NoBrokerConfigured => err
-            .with_message(NOT_ENABLED)
-            .with_status(not_enabled_status),
+        ErrorCode::NoBrokerConfigured => no_broker,
         _ => err,
     })?;
     Ok(started.status.to_string())
@@ -212,10 +212,18 @@ pub struct BotAnswer {
 }
 
 pub async fn start_bot(app: &App, user: &Principal) -> ApiResult<BotAnswer> {
-    let status = start(app, user, 400).await.map_err(|err| match err.code {
-        ErrorCode::AlreadyRunning => err.with_message("Bot is already running").with_status(400),
-        _ => err,
-    })?;
+    let no_broker = ApiError::new(
+        ErrorCode::NoBrokerConfigured,
+        "No broker is connected: connect one with POST /api/user/brokers/{broker} before starting the bot",
+    );
+    let status = start(app, user, no_broker)
+        .await
+        .map_err(|err| match err.code {
+            ErrorCode::AlreadyRunning => {
+                err.with_message("Bot is already running").with_status(400)
+            }
+            _ => err,
+        })?;
     Ok(BotAnswer {
         message: "Bot started successfully",
         user_id: user.user_id.clone(),

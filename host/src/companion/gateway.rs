@@ -11,16 +11,19 @@ use crate::engine::accounting::float;
 use crate::engine::metrics;
 use crate::engine::{self, StopRequest, reports};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::store::{self, iso8601, now_ms};
+use crate::store::{iso8601, now_ms};
 
 fn now() -> String {
     iso8601(now_ms())
 }
 
+const GATEWAY_VERSION: &str = "1.0.0";
+
 pub fn root(app: &App) -> Value {
     json!({
         "name": "tradehost",
-        "version": crate::VERSION,
+        // The gateway's own API version (companion-routes.md, Versioning), not the server's.
+        "version": GATEWAY_VERSION,
         "strategy": app.config.default_strategy,
         "status": "operational",
         "docs": "/api/docs",
@@ -36,7 +39,9 @@ pub struct Control {
 }
 
 pub async fn start(app: &App, user: &Principal) -> ApiResult<Control> {
-    let status = backend::start(app, user, 403)
+    let not_enabled =
+        ApiError::new(ErrorCode::NoBrokerConfigured, backend::NOT_ENABLED).with_status(403);
+    backend::start(app, user, not_enabled)
         .await
         .map_err(|err| match err.code {
             ErrorCode::AlreadyRunning => err
@@ -44,10 +49,11 @@ pub async fn start(app: &App, user: &Principal) -> ApiResult<Control> {
                 .with_status(400),
             _ => err,
         })?;
+    // The gateway knows two states: a bot that is starting is reported as running.
     Ok(Control {
         success: true,
         message: "Trading engine started successfully",
-        status,
+        status: "running".into(),
         timestamp: now(),
     })
 }
@@ -79,14 +85,7 @@ pub struct Balance {
 
 pub async fn balance(app: &App, user: &Principal) -> ApiResult<Balance> {
     let balance = reports::balance(app, user).await?;
-    let broker = match balance.broker {
-        Some(broker) => Some(broker),
-        None => store::brokers::list(&app.db.pool, &user.user_id)
-            .await?
-            .into_iter()
-            .next()
-            .map(|row| row.name),
-    };
+    let broker = balance.broker;
     Ok(Balance {
         success: true,
         balance: balance.equity,

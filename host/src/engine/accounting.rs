@@ -111,6 +111,8 @@ pub struct Fill {
 pub struct Position {
     pub id: String,
     pub broker: String,
+    /// The strategy whose entry opened it (the bot's strategy, or an inbound signal's).
+    pub strategy: String,
     pub symbol: String,
     pub side: Side,
     pub quantity: Decimal,
@@ -191,6 +193,8 @@ pub struct CompletedTrade {
     pub id: String,
     pub position_id: String,
     pub broker: String,
+    /// The strategy of the position it closes.
+    pub strategy: String,
     pub symbol: String,
     pub side: Side,
     pub quantity: Decimal,
@@ -226,6 +230,7 @@ pub struct OpenRequest<'a> {
     pub position_id: String,
     pub ledger_id: String,
     pub broker: &'a str,
+    pub strategy: &'a str,
     pub symbol: &'a str,
     pub side: Side,
     pub stop_loss: Option<Decimal>,
@@ -256,6 +261,7 @@ impl Account {
         let position = Position {
             id: request.position_id,
             broker: request.broker.to_string(),
+            strategy: request.strategy.to_string(),
             symbol: request.symbol.to_string(),
             side: request.side,
             quantity: fill.quantity,
@@ -384,6 +390,7 @@ impl Account {
             id: trade_id,
             position_id: position.id.clone(),
             broker: position.broker.clone(),
+            strategy: position.strategy.clone(),
             symbol: position.symbol.clone(),
             side: position.side,
             quantity,
@@ -409,10 +416,10 @@ impl Account {
 pub fn trade_of_closes(
     id: String,
     exit_reason: &str,
-    side: Side,
-    opened_at_ms: i64,
+    position: &Position,
     closes: &[LedgerEntry],
 ) -> Option<CompletedTrade> {
+    let (side, opened_at_ms) = (position.side, position.opened_at_ms);
     let first = closes.first()?;
     let quantity: Decimal = closes.iter().map(|e| e.quantity).sum();
     if quantity.is_zero() {
@@ -430,6 +437,7 @@ pub fn trade_of_closes(
         id,
         position_id: first.position_id.clone(),
         broker: first.broker.clone(),
+        strategy: position.strategy.clone(),
         symbol: first.symbol.clone(),
         side,
         quantity,
@@ -501,6 +509,7 @@ mod tests {
                 position_id: id.into(),
                 ledger_id: format!("{id}-open"),
                 broker: "paper",
+                strategy: "ema-cross",
                 symbol: "BTC-USD",
                 side,
                 stop_loss: None,
@@ -619,7 +628,7 @@ mod tests {
             position.quantity.is_zero() && position.cost.is_zero() && position.entry_fees.is_zero()
         );
         let trade =
-            trade_of_closes("t".into(), "take_profit", Side::Long, 0, &[first, second]).unwrap();
+            trade_of_closes("t".into(), "take_profit", &position, &[first, second]).unwrap();
         assert_eq!(trade.quantity, d("3.5"));
         assert_eq!(trade.size_usd, d("35.015"));
         assert_eq!(trade.gross_pnl, d("3.685"));
@@ -629,6 +638,7 @@ mod tests {
         assert_eq!(trade.gross_pnl, account.realized_pnl);
         assert_eq!(account.cash, d("1000") + trade.net_pnl);
         assert_eq!(trade.closed_at_ms, 4);
+        assert_eq!(trade.strategy, "ema-cross");
     }
 
     #[derive(Debug, Clone)]

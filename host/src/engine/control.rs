@@ -111,10 +111,7 @@ pub async fn start(app: &App, user: &Principal, request: StartRequest) -> ApiRes
     let connections = crate::store::brokers::list(&app.db.pool, &user.user_id).await?;
     let broker = match request.broker {
         Some(name) => name.trim().to_lowercase(),
-        None => connections
-            .first()
-            .map(|c| c.name.clone())
-            .unwrap_or_else(|| "paper".into()),
+        None => default_broker(&connections).unwrap_or_else(|| "paper".into()),
     };
     brokers::plugin(app, &broker)?;
     if !connections.iter().any(|c| c.name == broker) {
@@ -363,6 +360,28 @@ pub async fn emergency_stop(
     })
 }
 
+/// Lifts the user's emergency stop: the bot becomes `stopped` and may be started again. Without
+/// an active emergency stop nothing changes (lifting twice is not an error).
+pub async fn lift_emergency_stop(app: &App, user: &Principal) -> ApiResult<StatusChange> {
+    let cell = app.engine.cell(&user.user_id);
+    let mut guard = lock(app, &cell).await?;
+    let trader = guard.as_mut().expect("loaded");
+    if trader.status() != BotStatus::EmergencyStopped {
+        return Ok(StatusChange {
+            status: trader.bot.status.clone(),
+            message: "No emergency stop is active".into(),
+        });
+    }
+    trader.bot.status = BotStatus::Stopped.as_str().into();
+    trader.bot.last_error = None;
+    persist(app, trader).await?;
+    publish_status(app, trader, "Emergency stop lifted");
+    Ok(StatusChange {
+        status: trader.bot.status.clone(),
+        message: "Emergency stop lifted; the bot can be started again".into(),
+    })
+}
+
 #[derive(Debug, Serialize)]
 pub struct StatusChange {
     pub status: String,
@@ -566,4 +585,9 @@ pub async fn settings_changed(
         trader.settings = settings;
     }
     Ok(())
+}
+
+/// The connection a bot uses when the start request names none: the user's first connection.
+pub fn default_broker(connections: &[crate::store::brokers::BrokerRow]) -> Option<String> {
+    connections.first().map(|c| c.name.clone())
 }

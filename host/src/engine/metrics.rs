@@ -85,6 +85,9 @@ pub struct Drawdown {
     /// Days from the trough of `max_drawdown` to the first later point at or
     /// above its peak; to the last point if not recovered yet; 0 without a fall.
     pub recovery_time_days: f64,
+    /// When the fall of `max_drawdown_pct` started (its peak) and reached bottom (its trough).
+    #[serde(skip)]
+    pub max_drawdown_pct_window: Option<(i64, i64)>,
 }
 
 /// The current run of winners or losers at the end of the trade list.
@@ -308,14 +311,21 @@ pub fn drawdown(equity: &[EquityPoint]) -> Drawdown {
     let mut peak = first.equity;
     // Trough index of the largest fall in currency, and the peak before it.
     let mut episode: Option<(usize, f64)> = None;
+    let mut peak_at = first.at_ms;
     for (i, p) in pts.iter().enumerate() {
-        peak = peak.max(p.equity);
+        if p.equity > peak {
+            (peak, peak_at) = (p.equity, p.at_ms);
+        }
         let fall = p.equity - peak;
         if fall < out.max_drawdown {
             out.max_drawdown = fall;
             episode = Some((i, peak));
         }
-        out.max_drawdown_pct = out.max_drawdown_pct.min(pct_of(p.equity - peak, peak));
+        let fall_pct = pct_of(fall, peak);
+        if fall_pct < out.max_drawdown_pct {
+            out.max_drawdown_pct = fall_pct;
+            out.max_drawdown_pct_window = Some((peak_at, p.at_ms));
+        }
     }
     out.peak = finite(peak);
     out.max_drawdown = finite(out.max_drawdown);
@@ -471,6 +481,7 @@ mod tests {
         assert_close(dd.recovery_time_days, 2.0);
         assert_close(dd.peak, 130.0);
         assert_close(dd.current_drawdown_pct, 0.0);
+        assert_eq!(dd.max_drawdown_pct_window, Some((T0 + DAY, T0 + 2 * DAY)));
         // The curve: 95 vs 120 is -25 / 120 = -20.8333… %.
         let curve = drawdown_curve(&daily(&[100.0, 120.0, 90.0, 95.0, 130.0]));
         let expected = [0.0, 0.0, -25.0, -25.0 / 120.0 * 100.0, 0.0];
@@ -495,6 +506,8 @@ mod tests {
         assert_close(dd.max_drawdown, -200.0);
         assert_close(dd.max_drawdown_pct, -50.0);
         assert_close(dd.recovery_time_days, 2.0);
+        // The window is the percentage fall's (100 on day 0 to 50 on day 1), not the larger one.
+        assert_eq!(dd.max_drawdown_pct_window, Some((T0, T0 + DAY)));
         // Rising or empty: nothing.
         let rising = drawdown(&daily(&[1.0, 2.0, 3.0]));
         assert_eq!(

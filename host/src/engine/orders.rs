@@ -51,6 +51,8 @@ pub enum Intent {
         stop_loss: Option<Decimal>,
         take_profit: Option<Decimal>,
         trail_pct: Option<Decimal>,
+        /// Whose entry it is: the bot's strategy, or an inbound signal's.
+        strategy: String,
     },
     Close {
         position_id: String,
@@ -314,6 +316,10 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
         exit_reason: match &plan.intent {
             Intent::Close { reason, .. } => Some(reason.clone()),
             Intent::Open { .. } => None,
+        },
+        strategy: match &plan.intent {
+            Intent::Open { strategy, .. } => Some(strategy.clone()),
+            Intent::Close { .. } => None,
         },
         attempt: i64::from(plan.attempt),
         signal_id: plan.signal_id.clone(),
@@ -645,6 +651,8 @@ pub async fn record(
                             position_id: position_id.clone(),
                             ledger_id: new_id(),
                             broker: &order.broker,
+                            // Orders written before strategies were recorded belong to the bot's.
+                            strategy: order.strategy.as_deref().unwrap_or(&trader.bot.strategy),
                             symbol: &order.symbol,
                             side,
                             stop_loss: optional(&order.stop_loss),
@@ -797,8 +805,7 @@ pub async fn record(
             && let Some(done) = accounting::trade_of_closes(
                 order.trade_id.clone().unwrap_or_else(new_id),
                 order.exit_reason.as_deref().unwrap_or("signal"),
-                position.side,
-                position.opened_at_ms,
+                &position,
                 &closes,
             )
         {

@@ -777,8 +777,7 @@ async fn write_off(
     let trade = accounting::trade_of_closes(
         new_id(),
         "reconciliation",
-        position.side,
-        position.opened_at_ms,
+        &position,
         std::slice::from_ref(&entry),
     )
     .ok_or("nothing to write off")?;

@@ -38,8 +38,15 @@ pub async fn balance(app: &App, user: &Principal) -> ApiResult<Balance> {
     let guard = lock(app, &cell).await?;
     let trader = guard.as_ref().expect("loaded");
     let account = &trader.account;
+    // Before a bot has run, the balance belongs to the connection a start would use.
+    let broker = match trader.bot.broker.is_empty() {
+        false => Some(trader.bot.broker.clone()),
+        true => super::control::default_broker(
+            &crate::store::brokers::list(&app.db.pool, &user.user_id).await?,
+        ),
+    };
     Ok(Balance {
-        broker: (!trader.bot.broker.is_empty()).then(|| trader.bot.broker.clone()),
+        broker,
         cash: money(account.cash),
         equity: money(trader.equity()),
         unrealized_pnl: money(accounting::unrealized_pnl(&trader.positions)),
@@ -496,7 +503,7 @@ pub async fn stats(app: &App, user: &Principal) -> ApiResult<Stats> {
             },
         }),
         risk: serde_json::json!({
-            "current_risk_level": trader.bot.risk_profile,
+            "current_risk_level": trader.settings.trading.risk_level,
             "max_position_size_usd": trader.entitlement.max_position_size_usd(trader.bot.paper_trading != 0),
             "max_positions": limits.max_positions,
             "current_leverage": if current > 0.0 { metrics::finite(exposure / current) } else { 0.0 },

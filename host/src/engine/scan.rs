@@ -35,7 +35,7 @@ pub const CANDLE_HISTORY: u32 = 200;
 /// At most one equity snapshot per this long while nothing trades.
 pub const SNAPSHOT_EVERY_MS: i64 = 60_000;
 /// Smallest order worth sending, in account currency.
-const MIN_ORDER_USD: Decimal = Decimal::ONE;
+pub const MIN_ORDER_USD: Decimal = Decimal::ONE;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MarketKey {
@@ -298,6 +298,7 @@ pub async fn scan(
                 SignalAction::OpenShort => Some(Side::Short),
             };
             let entry = Entry {
+                strategy: trader.bot.strategy.clone(),
                 size_usd: signal.size_usd,
                 price: prices.get(&signal.symbol).copied(),
                 limit_price: None,
@@ -356,6 +357,11 @@ pub async fn scan(
                         .max_position_size_usd(&trader.entitlement, paper)
                 });
             let entry = Entry {
+                strategy: signal
+                    .strategy
+                    .clone()
+                    .filter(|s| !s.trim().is_empty())
+                    .unwrap_or_else(|| WEBHOOK_STRATEGY.into()),
                 size_usd,
                 price,
                 limit_price: signal.limit_price.as_deref().and_then(|p| p.parse().ok()),
@@ -435,8 +441,13 @@ pub async fn scan(
     })
 }
 
+/// The strategy of an inbound signal that names none.
+pub const WEBHOOK_STRATEGY: &str = "webhook";
+
 /// What an entry signal asks for.
 struct Entry {
+    /// Whose entry it is: the bot's strategy, or an inbound signal's.
+    strategy: String,
     size_usd: f64,
     price: Option<Decimal>,
     /// A limit entry's price (it is sized at it); `None`: market.
@@ -554,6 +565,7 @@ async fn open(
     id: Option<&str>,
 ) -> Result<Acted, String> {
     let Entry {
+        strategy,
         size_usd,
         limit_price,
         stop_loss,
@@ -669,6 +681,7 @@ async fn open(
             stop_loss,
             take_profit,
             trail_pct: Some(trail_pct(&trader.bot.risk_profile)),
+            strategy,
         },
         assigned_id: id.map(str::to_string).unwrap_or_else(new_id),
         attempt: 1,

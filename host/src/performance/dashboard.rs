@@ -62,6 +62,9 @@ struct Figures {
     metrics: Metrics,
     initial: f64,
     current: f64,
+    /// Peak and trough of the largest percentage fall.
+    drawdown_window: Option<(i64, i64)>,
+    regime: Regime,
 }
 
 async fn figures(app: &App, user_id: &str) -> ApiResult<Figures> {
@@ -74,6 +77,8 @@ async fn figures(app: &App, user_id: &str) -> ApiResult<Figures> {
             metrics: Metrics::default(),
             initial,
             current: initial,
+            drawdown_window: None,
+            regime: Regime::Ranging,
         });
     };
     let initial = initial_capital(app, user_id).await?;
@@ -128,6 +133,8 @@ async fn figures(app: &App, user_id: &str) -> ApiResult<Figures> {
         metrics,
         initial,
         current: last.equity,
+        drawdown_window: drawdown.max_drawdown_pct_window,
+        regime: Regime::of(&points),
     })
 }
 
@@ -135,15 +142,13 @@ pub async fn metrics(app: &App, user: &Principal) -> ApiResult<Metrics> {
     Ok(figures(app, &user.user_id).await?.metrics)
 }
 
-/// `days` absent or 0: all snapshots; otherwise the last `days` days.
-pub fn since(days: Option<i64>) -> ApiResult<i64> {
-    match days.unwrap_or(0) {
-        0 => Ok(0),
-        d if d > 0 => Ok(now_ms() - d.min(36_500) * DAY_MS),
-        _ => Err(
-            ApiError::invalid_field("days", "must be a whole number of at least 0")
-                .detail("in", "query"),
-        ),
+/// The start of a `days` window: a positive whole number of days limits the series to them;
+/// anything else (missing, 0, negative, not a whole number) means all data, as the dashboard's
+/// original clients expect (companion-shapes.md E.2), so there is no error.
+pub fn since(days: Option<&str>) -> i64 {
+    match days.and_then(|raw| raw.trim().parse::<i64>().ok()) {
+        Some(d) if d > 0 => now_ms() - d.min(36_500) * DAY_MS,
+        _ => 0,
     }
 }
 
@@ -232,9 +237,21 @@ pub async fn update_snapshot(app: &App, user: &Principal, body: Option<Value>) -
         losing_trades: count("losing_trades")?,
         kpi: None,
     };
-    if row.winning_trades + row.losing_trades > row.total_trades {
+    if row
+        .winning_trades
+        .checked_add(row.losing_trades)
+        .is_none_or(|decided| decided > row.total_trades)
+    {
         return Err(invalid(
             "winning_trades plus losing_trades cannot exceed total_trades".into(),
+        ));
+    }
+    // Equity is cash plus positions; a sum too large for a number would be stored as 0.
+    if !(row.cash + row.positions_value).is_finite()
+        || !(row.cash + row.positions_value + row.unrealized_pnl).is_finite()
+    {
+        return Err(invalid(
+            "cash plus positions_value is too large to be a number".into(),
         ));
     }
     rows::insert_snapshot(&app.db.pool, &row).await?;
@@ -275,6 +292,7 @@ pub async fn investor_summary(app: &App, user: &Principal) -> ApiResult<Value> {
                 / months.len() as f64,
         )
     };
+    let strategies = strategy_performance(app, user, &allocations, figures.initial).await?;
     Ok(json!({
         "user_id": user.user_id,
         "initial_capital": round2(figures.initial),
@@ -287,7 +305,10 @@ pub async fn investor_summary(app: &App, user: &Principal) -> ApiResult<Value> {
         "sharpe_ratio": m.sharpe_ratio,
         "sortino_ratio": m.sortino_ratio,
         "max_drawdown_pct": m.max_drawdown_pct,
+        "max_drawdown_start": figures.drawdown_window.map(|(peak, _)| iso8601(peak)),
+        "max_drawdown_end": figures.drawdown_window.map(|(_, trough)| iso8601(trough)),
         "current_drawdown_pct": m.current_drawdown_pct,
+        "current_regime": figures.regime.as_str(),
         "win_rate_pct": m.win_rate_pct,
         "total_trades": m.total_trades,
         "avg_trades_per_day": m.avg_trades_per_day,
@@ -295,9 +316,101 @@ pub async fn investor_summary(app: &App, user: &Principal) -> ApiResult<Value> {
         "monthly_avg_return_pct": monthly_avg,
         "active_strategies": allocations.len(),
         "strategy_allocations": allocations,
+        "strategy_performance": strategies,
         "diversification_score": diversification(app, &user.user_id).await?,
         "reporting_date": iso8601(now_ms()),
     }))
+}
+
+/// Figures per strategy: every strategy the user's trades were opened by, and the running bot's.
+/// Sharpe is over the strategy's daily net profit as returns on the initial capital.
+async fn strategy_performance(
+    app: &App,
+    user: &Principal,
+    allocations: &Map<String, Value>,
+    initial: f64,
+) -> ApiResult<Map<String, Value>> {
+    let mut groups = super::closed_trades_by_strategy(app, &user.user_id).await?;
+    for name in allocations.keys() {
+        groups.entry(name.clone()).or_default();
+    }
+    Ok(groups
+        .into_iter()
+        .map(|(name, trades)| {
+            let figures = TradeFigures::of(&trades);
+            let returns: Vec<f64> = metrics::daily_pnl(&trades)
+                .into_iter()
+                .map(|(_, pnl)| if initial > 0.0 { pnl / initial } else { 0.0 })
+                .collect();
+            let entry = json!({
+                "allocation_pct": allocations.get(&name).and_then(Value::as_f64).unwrap_or(0.0),
+                "sharpe_ratio": round2(metrics::sharpe(&returns)),
+                "total_pnl": round2(trades.iter().map(|t| t.net_pnl).sum()),
+                "total_trades": figures.total,
+                // The original reports the integer 0 for a strategy without trades.
+                "win_rate_pct": if figures.total == 0 { json!(0) } else { json!(figures.win_rate_pct) },
+            });
+            (name, entry)
+        })
+        .collect())
+}
+
+/// What the account's equity has been doing over its last 30 days, from its snapshots:
+/// `crisis` 20 % or more below its peak, `volatile` above 60 % annualised volatility of daily
+/// returns, `bull_trending` / `bear_trending` up or down 5 % or more over the window, otherwise
+/// (and with under two days of data) `ranging`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Regime {
+    BullTrending,
+    BearTrending,
+    Ranging,
+    Volatile,
+    Crisis,
+}
+
+impl Regime {
+    fn of(points: &[EquityPoint]) -> Regime {
+        let Some(last) = points.last() else {
+            return Regime::Ranging;
+        };
+        let window: Vec<EquityPoint> = points
+            .iter()
+            .filter(|p| p.at_ms >= last.at_ms - 30 * DAY_MS)
+            .copied()
+            .collect();
+        let closes = metrics::daily_close(&window);
+        if closes.len() < 2 {
+            return Regime::Ranging;
+        }
+        if metrics::drawdown(points).current_drawdown_pct <= -20.0 {
+            return Regime::Crisis;
+        }
+        let returns = metrics::daily_returns(&closes);
+        let volatility = if returns.len() >= 2 {
+            returns.iter().std_dev() * 252f64.sqrt()
+        } else {
+            0.0
+        };
+        if volatility.is_finite() && volatility > 0.6 {
+            return Regime::Volatile;
+        }
+        let (first, last) = (closes[0].1, closes[closes.len() - 1].1);
+        match change_pct(first, last) {
+            change if change >= 5.0 => Regime::BullTrending,
+            change if change <= -5.0 => Regime::BearTrending,
+            _ => Regime::Ranging,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Regime::BullTrending => "bull_trending",
+            Regime::BearTrending => "bear_trending",
+            Regime::Ranging => "ranging",
+            Regime::Volatile => "volatile",
+            Regime::Crisis => "crisis",
+        }
+    }
 }
 
 /// 0–100 from how evenly open exposure spreads across symbols: 100 × (1 − HHI) / (1 − 1/n),
@@ -425,4 +538,40 @@ pub async fn monthly_reports(app: &App, user: &Principal) -> ApiResult<Vec<Value
             month_report(year, month, &in_month, &closed)
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn daily(values: &[f64]) -> Vec<EquityPoint> {
+        (0..)
+            .zip(values)
+            .map(|(i, &equity)| EquityPoint {
+                at_ms: 1_700_000_000_000 + i * DAY_MS,
+                equity,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn regimes_of_equity_series() {
+        assert_eq!(Regime::of(&[]), Regime::Ranging);
+        assert_eq!(Regime::of(&daily(&[1000.0])), Regime::Ranging);
+        assert_eq!(
+            Regime::of(&daily(&[1000.0, 1010.0, 1020.0])),
+            Regime::Ranging
+        );
+        let rising: Vec<f64> = (0..20).map(|i| 1000.0 + 4.0 * f64::from(i)).collect();
+        assert_eq!(Regime::of(&daily(&rising)), Regime::BullTrending);
+        let falling: Vec<f64> = (0..20).map(|i| 1000.0 - 4.0 * f64::from(i)).collect();
+        assert_eq!(Regime::of(&daily(&falling)), Regime::BearTrending);
+        // ±6 % day after day: no trend, but far above 60 % a year.
+        let swinging: Vec<f64> = (0..20)
+            .map(|i| if i % 2 == 0 { 1000.0 } else { 1060.0 })
+            .collect();
+        assert_eq!(Regime::of(&daily(&swinging)), Regime::Volatile);
+        assert_eq!(Regime::of(&daily(&[1000.0, 1200.0, 900.0])), Regime::Crisis);
+        assert_eq!(Regime::BearTrending.as_str(), "bear_trending");
+    }
 }

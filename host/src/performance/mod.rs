@@ -7,7 +7,7 @@
 pub mod dashboard;
 pub mod kpi;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rust_decimal::Decimal;
@@ -140,25 +140,43 @@ pub async fn closed_trades(
     user_id: &str,
     since: i64,
 ) -> ApiResult<Vec<metrics::ClosedTrade>> {
+    crate::store::ledger::trade_figures(&app.db, Some(user_id), since)
+        .await?
+        .iter()
+        .map(closed_trade)
+        .collect()
+}
+
+/// The owner's closed trades grouped by the strategy that opened them, each group in close order.
+pub async fn closed_trades_by_strategy(
+    app: &App,
+    user_id: &str,
+) -> ApiResult<BTreeMap<String, Vec<metrics::ClosedTrade>>> {
+    let mut groups: BTreeMap<String, Vec<metrics::ClosedTrade>> = BTreeMap::new();
+    for row in crate::store::ledger::trade_figures(&app.db, Some(user_id), 0).await? {
+        let strategy = row.strategy.clone().unwrap_or_default();
+        groups
+            .entry(strategy)
+            .or_default()
+            .push(closed_trade(&row)?);
+    }
+    Ok(groups)
+}
+
+fn closed_trade(row: &crate::store::ledger::TradeFigureRow) -> ApiResult<metrics::ClosedTrade> {
     let number = |text: &str| {
         text.parse::<Decimal>().map(float).map_err(|_| {
             crate::error::ApiError::internal(format!("a stored amount is not a decimal: {text:?}"))
         })
     };
-    crate::store::ledger::trade_figures(&app.db, Some(user_id), since)
-        .await?
-        .iter()
-        .map(|t| {
-            Ok(metrics::ClosedTrade {
-                net_pnl: number(&t.net_pnl)?,
-                gross_pnl: number(&t.gross_pnl)?,
-                fees: number(&t.fees)?,
-                size_usd: number(&t.size_usd)?,
-                opened_at_ms: t.opened_at,
-                closed_at_ms: t.closed_at,
-            })
-        })
-        .collect()
+    Ok(metrics::ClosedTrade {
+        net_pnl: number(&row.net_pnl)?,
+        gross_pnl: number(&row.gross_pnl)?,
+        fees: number(&row.fees)?,
+        size_usd: number(&row.size_usd)?,
+        opened_at_ms: row.opened_at,
+        closed_at_ms: row.closed_at,
+    })
 }
 
 /// Sharpe and Sortino of the daily closes of an equity series.

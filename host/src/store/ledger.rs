@@ -158,6 +158,7 @@ pub struct TradeFigureRow {
     pub size_usd: String,
     pub opened_at: i64,
     pub closed_at: i64,
+    pub strategy: Option<String>,
 }
 
 /// Figures of the owner's trades closed at or after `since`, in close order.
@@ -175,7 +176,7 @@ pub async fn trade_figures(
     let mut next = 2;
     let conditions = scope.conditions(&mut args, &mut next);
     let sql = format!(
-        "SELECT net_pnl, gross_pnl, fees, size_usd, opened_at, closed_at FROM trades \
+        "SELECT net_pnl, gross_pnl, fees, size_usd, opened_at, closed_at, strategy FROM trades \
          WHERE closed_at >= $1{conditions} ORDER BY closed_at, id"
     );
     sqlx::query_as_with::<Any, TradeFigureRow, _>(sqlx::AssertSqlSafe(sql), args)

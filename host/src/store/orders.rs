@@ -38,6 +38,8 @@ pub struct OrderRow {
     pub take_profit: Option<String>,
     pub trail_pct: Option<String>,
     pub exit_reason: Option<String>,
+    /// The strategy of an opening order.
+    pub strategy: Option<String>,
     /// Which attempt at closing its position (1 for opening orders).
     pub attempt: i64,
     pub signal_id: Option<String>,
@@ -58,7 +60,7 @@ impl OrderRow {
 
 const ORDER_COLUMNS: &str = "id, user_id, client_order_id, broker, symbol, side, intent, kind, quantity, limit_price, \
     filled_quantity, position_id, trade_id, stop_loss, take_profit, trail_pct, exit_reason, attempt, signal_id, status, \
-    broker_order_id, error, next_check_at, checks, created_at, updated_at";
+    broker_order_id, error, next_check_at, checks, created_at, updated_at, strategy";
 
 /// Writes an order before it is sent. `Ok(false)`: an order with this client id exists already.
 pub async fn insert<'e>(
@@ -67,7 +69,7 @@ pub async fn insert<'e>(
 ) -> sqlx::Result<bool> {
     let result = sqlx::query(sql!(
         "INSERT INTO orders ({ORDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26) ON CONFLICT (client_order_id) DO NOTHING"
+         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) ON CONFLICT (client_order_id) DO NOTHING"
     ))
     .bind(&o.id)
     .bind(&o.user_id)
@@ -95,6 +97,7 @@ pub async fn insert<'e>(
     .bind(o.checks)
     .bind(o.created_at)
     .bind(o.updated_at)
+    .bind(&o.strategy)
     .execute(exec)
     .await?;
     Ok(result.rows_affected() == 1)

@@ -216,6 +216,7 @@ pub async fn count_bots_by_status<'e>(
 struct PositionRow {
     id: String,
     broker: String,
+    strategy: Option<String>,
     symbol: String,
     side: String,
     quantity: String,
@@ -264,12 +265,13 @@ impl PositionRow {
             }),
             id: self.id,
             broker: self.broker,
+            strategy: self.strategy.unwrap_or_default(),
             symbol: self.symbol,
         })
     }
 }
 
-const POSITION_COLUMNS: &str = "id, broker, symbol, side, quantity, entry_price, cost, entry_fees, stop_loss, take_profit, \
+const POSITION_COLUMNS: &str = "id, broker, strategy, symbol, side, quantity, entry_price, cost, entry_fees, stop_loss, take_profit, \
                                 trail_pct, extreme_price, current_price, opened_at, close_reason, close_attempts, \
                                 next_close_at, close_error";
 
@@ -318,11 +320,12 @@ pub async fn insert_position<'e>(
     let closing = p.closing.as_ref();
     sqlx::query(sql!(
         "INSERT INTO positions (user_id, {POSITION_COLUMNS}, status, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, 'open', $20)"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, 'open', $21)"
     ))
     .bind(user_id)
     .bind(&p.id)
     .bind(&p.broker)
+    .bind(&p.strategy)
     .bind(&p.symbol)
     .bind(p.side.as_str())
     .bind(p.quantity.to_string())
@@ -408,8 +411,8 @@ pub async fn insert_trade<'e>(
 ) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO trades (id, user_id, position_id, broker, symbol, side, quantity, entry_price, exit_price, size_usd, \
-         gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes, entry_fee) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+         gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes, entry_fee, strategy) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
     )
     .bind(&t.id)
     .bind(user_id)
@@ -430,6 +433,7 @@ pub async fn insert_trade<'e>(
     .bind(t.closed_at_ms)
     .bind(t.duration_minutes)
     .bind(t.entry_fee.to_string())
+    .bind(&t.strategy)
     .execute(exec)
     .await?;
     Ok(())
@@ -455,6 +459,7 @@ struct TradeRow {
     closed_at: i64,
     duration_minutes: i64,
     entry_fee: Option<String>,
+    strategy: Option<String>,
 }
 
 impl TradeRow {
@@ -477,6 +482,7 @@ impl TradeRow {
             id: self.id,
             position_id: self.position_id,
             broker: self.broker,
+            strategy: self.strategy.unwrap_or_default(),
             symbol: self.symbol,
             exit_reason: self.exit_reason,
         })
@@ -484,7 +490,7 @@ impl TradeRow {
 }
 
 const TRADE_COLUMNS: &str = "id, position_id, broker, symbol, side, quantity, entry_price, exit_price, size_usd, \
-                             gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes, entry_fee";
+                             gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes, entry_fee, strategy";
 
 #[derive(Debug, Default, Clone)]
 pub struct TradeFilter {

@@ -34,7 +34,7 @@ async fn equity_curve(
     user: AuthUser,
     days: Option<&str>,
 ) -> ApiResult<Data<Vec<Value>>> {
-    let since = dashboard::since(int_param("days", days)?)?;
+    let since = dashboard::since(days);
     dashboard::equity_curve(app, &user.0, since).await.map(Data)
 }
 
@@ -44,7 +44,7 @@ async fn drawdown_curve(
     user: AuthUser,
     days: Option<&str>,
 ) -> ApiResult<Data<Vec<Value>>> {
-    let since = dashboard::since(int_param("days", days)?)?;
+    let since = dashboard::since(days);
     dashboard::drawdown_curve(app, &user.0, since)
         .await
         .map(Data)
