@@ -141,31 +141,15 @@ pub struct Received {
     pub status: &'static str,
 }
 
-/// An entry size the bot would not trade is refused when the signal arrives, with the reason,
-/// rather than accepted and skipped: below the minimum order, or above the largest position the
-/// user's settings and plan allow in the bot's mode.
-async fn check_entry_size(app: &App, user_id: &str, size_usd: f64) -> ApiResult<()> {
+/// An entry too small for the bot to trade is refused when the signal arrives, with the reason,
+/// rather than accepted and skipped. (A size above the user's largest position is capped to it,
+/// as for the bot's own entries.)
+fn check_entry_size(size_usd: f64) -> ApiResult<()> {
     let minimum = crate::engine::accounting::float(crate::engine::scan::MIN_ORDER_USD);
     if size_usd < minimum {
         return Err(ApiError::invalid_field(
             "size_usd",
             format!("below the minimum order of {minimum} USD"),
-        ));
-    }
-    let maximum = crate::engine::with_trader(app, user_id, |trader| {
-        let paper = trader.bot.paper_trading != 0;
-        trader
-            .settings
-            .max_position_size_usd(&trader.entitlement, paper)
-    })
-    .await?;
-    if size_usd > maximum {
-        return Err(ApiError::invalid_field(
-            "size_usd",
-            format!(
-                "{size_usd} is above your largest position of {maximum} USD (settings \
-                 trading.max_position_size_usd, capped by your plan)"
-            ),
         ));
     }
     Ok(())
@@ -201,7 +185,7 @@ pub async fn receive(app: &App, request: SignalRequest) -> ApiResult<Received> {
     if let Some(size) = request.size_usd
         && kind != SignalKind::Close
     {
-        check_entry_size(app, &user_id, size).await?;
+        check_entry_size(size)?;
     }
     if request.price.is_some_and(|p| !(p.is_finite() && p > 0.0)) {
         return Err(ApiError::invalid_field("price", "a positive number"));

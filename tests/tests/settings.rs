@@ -276,3 +276,34 @@ async fn an_out_of_range_threshold_default_stops_the_server() {
         .to_string();
     assert!(err.contains("TRADEHOST_MAX_DRAWDOWN must be"), "{err}");
 }
+
+/// The account reads follow the user's state before any bot has run: the balance names the
+/// connection a start would use (none without one), and the stats' risk level is the setting.
+#[tokio::test]
+async fn account_reads_follow_the_settings_and_connections_before_a_bot_runs() {
+    let server = Server::start().await;
+    let (_, token) = server.user(&email("before-a-bot")).await;
+    let balance = server.get("/api/v1/account/balance", Some(&token)).await;
+    assert!(balance.data()["broker"].is_null(), "{}", balance.text);
+    server.connect_paper(&token).await;
+    let balance = server.get("/api/v1/account/balance", Some(&token)).await;
+    assert_eq!(balance.data()["broker"], "paper", "{}", balance.text);
+
+    let stats = server.get("/api/v1/account/stats", Some(&token)).await;
+    assert_eq!(stats.data()["risk"]["current_risk_level"], "medium");
+    server
+        .put(
+            "/api/v1/config/settings",
+            Some(&token),
+            json!({"trading": {"risk_level": "high"}}),
+        )
+        .await
+        .expect(200);
+    let stats = server.get("/api/v1/account/stats", Some(&token)).await;
+    assert_eq!(
+        stats.data()["risk"]["current_risk_level"],
+        "high",
+        "{}",
+        stats.text
+    );
+}

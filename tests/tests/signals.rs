@@ -89,8 +89,9 @@ async fn a_signal_trades_through_the_running_bot() {
     server.wait_running(&token).await;
     let mut socket = server.socket(&token, &["trades"]).await;
 
-    // Sizes the bot would not trade are refused with the reason, and nothing is stored.
-    for (size, reason) in [(5e8, "largest position"), (0.5, "minimum order")] {
+    // Sizes the bot would not trade (absurdly large, or below the minimum order) are refused with
+    // the reason, and nothing is stored.
+    for (size, reason) in [(2e9, "at most"), (0.5, "minimum order")] {
         let mut absurd = signal(&key, "buy");
         absurd["size_usd"] = json!(size);
         let refused = server.post("/api/v1/webhooks/signals", None, absurd).await;

@@ -28,7 +28,7 @@ pub enum Flavor {
 }
 
 /// Path prefixes of the companion sets C to F.
-const COMPANION_PREFIXES: [&str; 10] = [
+const COMPANION_PREFIXES: [&str; 9] = [
     "/api/restart",
     "/api/positions/open",
     "/api/trades",
@@ -38,7 +38,6 @@ const COMPANION_PREFIXES: [&str; 10] = [
     "/api/alarms",
     "/api/dashboard",
     "/api/health",
-    "/api/safety",
 ];
 
 /// The gateway's (B) routes, which live under `/api/v1` but answer `{detail}`.

@@ -99,29 +99,6 @@ impl<'r> FromRequest<'r> for AuthUser {
     }
 }
 
-/// The signed-in user when the request carries a valid bearer of a live session; `None` for
-/// anyone else (routes that answer everyone, and say more to a signed-in caller).
-#[derive(Debug, Clone)]
-pub struct MaybeUser(pub Option<Principal>);
-
-#[rocket::async_trait]
-impl<'r> FromRequest<'r> for MaybeUser {
-    type Error = std::convert::Infallible;
-
-    async fn from_request(req: &'r Request<'_>) -> Outcome<Self, Self::Error> {
-        let (Bearer::Valid(claims), Some(app)) = (Bearer::of(req), req.rocket().state::<App>())
-        else {
-            return Outcome::Success(MaybeUser(None));
-        };
-        let principal = app
-            .sessions
-            .principal(&app.db, &claims.sid, &claims.sub)
-            .await
-            .ok();
-        Outcome::Success(MaybeUser(principal))
-    }
-}
-
 /// A signed-in user with the admin role; anyone else gets `UNAUTHORIZED` (403).
 #[derive(Debug, Clone)]
 pub struct AdminUser(pub Principal);

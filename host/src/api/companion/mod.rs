@@ -8,7 +8,6 @@ pub mod gateway;
 pub mod kpi;
 pub mod ledger;
 pub mod restart;
-pub mod safety;
 
 use std::io::Cursor;
 
@@ -75,7 +74,6 @@ pub fn routes() -> Vec<Route> {
         ledger::routes(),
         dashboard::routes(),
         kpi::routes(),
-        safety::routes(),
     ]
     .concat()
 }
