@@ -922,3 +922,206 @@ async fn timestamps_carry_milliseconds() {
         ("status last_activity", &status["last_activity"]),
     ]);
 }
+
+/// The original client's safety routes: the status answers everyone and says more to a signed-in
+/// caller; an emergency stop needs the caller's bearer and stops only the caller's bot; lifting
+/// it lets the bot start again; the kill switch shows to everyone at once.
+#[tokio::test]
+async fn safety_status_and_the_callers_emergency_stop() {
+    let server = Server::start().await;
+    let anonymous = server.get("/api/safety/status", None).await;
+    anonymous.expect(200);
+    let s = &anonymous.json;
+    assert_eq!(s["mode"], "monitor", "{s}");
+    assert_eq!(s["emergency_stop_active"], false);
+    assert_eq!(s["credentials_configured"], false);
+    assert_eq!(s["trading_allowed"], false);
+    assert_eq!(s["ui_indicators"]["allow_toggle"], true);
+    assert_eq!(s["ui_indicators"]["show_simulation_banner"], false);
+
+    let (_, token) = server.user(&email("safety")).await;
+    let (_, bystander) = server.user(&email("safety-bystander")).await;
+    let fresh = server.get("/api/safety/status", Some(&token)).await.json;
+    assert_eq!(fresh["credentials_configured"], false, "{fresh}");
+    assert_eq!(fresh["trading_allowed"], false, "{fresh}");
+    assert_eq!(fresh["mode"], "monitor", "{fresh}");
+    assert!(
+        fresh["status_message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Connect a broker")),
+        "{fresh}"
+    );
+
+    for user in [&token, &bystander] {
+        server.connect_paper(user).await;
+        server
+            .post(
+                "/api/v1/trading/start",
+                Some(user),
+                json!({"broker": "paper", "paper_trading": true}),
+            )
+            .await
+            .expect(200);
+        server.wait_running(user).await;
+    }
+    let running = server.get("/api/safety/status", Some(&token)).await.json;
+    assert_eq!(running["mode"], "dry_run", "{running}");
+    assert_eq!(running["trading_allowed"], true);
+    assert_eq!(running["ui_indicators"]["show_simulation_banner"], true);
+    assert_eq!(running["ui_indicators"]["allow_toggle"], true);
+    assert!(running["last_state_change"].is_string(), "{running}");
+
+    // Without a bearer nothing stops.
+    let refused = server
+        .request(
+            Method::POST,
+            "/api/safety/emergency-stop",
+            None,
+            Some(json!({"reason": "User activated emergency stop via UI"})),
+        )
+        .await;
+    assert_eq!(refused.status, 401, "{}", refused.text);
+    assert_eq!(refused.json["success"], false);
+    assert!(refused.json["error"].is_string(), "{}", refused.text);
+    for user in [&token, &bystander] {
+        let status = server.get("/api/v1/trading/status", Some(user)).await;
+        assert_eq!(status.data()["status"], "running");
+    }
+
+    let stopped = server
+        .request(
+            Method::POST,
+            "/api/safety/emergency-stop",
+            Some(&token),
+            Some(json!({"reason": "User activated emergency stop via UI"})),
+        )
+        .await;
+    stopped.expect(200);
+    assert_eq!(stopped.json["success"], true, "{}", stopped.text);
+    let status = server.get("/api/v1/trading/status", Some(&token)).await;
+    assert_eq!(status.data()["status"], "emergency_stopped");
+    let other = server.get("/api/v1/trading/status", Some(&bystander)).await;
+    assert_eq!(other.data()["status"], "running", "only the caller stops");
+    let halted = server.get("/api/safety/status", Some(&token)).await.json;
+    assert_eq!(halted["mode"], "disabled", "{halted}");
+    assert_eq!(halted["emergency_stop_active"], true);
+    assert_eq!(halted["ui_indicators"]["allow_toggle"], false);
+    assert_eq!(
+        server.get("/api/safety/status", None).await.json["emergency_stop_active"],
+        false,
+        "a caller's stop is theirs alone"
+    );
+
+    let lifted = server
+        .request(
+            Method::DELETE,
+            "/api/safety/emergency-stop",
+            Some(&token),
+            None,
+        )
+        .await;
+    lifted.expect(200);
+    assert_eq!(lifted.json["emergency_stop_active"], false);
+    let status = server.get("/api/v1/trading/status", Some(&token)).await;
+    assert_eq!(status.data()["status"], "stopped");
+    assert_eq!(
+        server.get("/api/safety/status", Some(&token)).await.json["mode"],
+        "monitor"
+    );
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper"}),
+        )
+        .await
+        .expect(200);
+
+    // The kill switch shows to everyone, signed in or not.
+    let admin = server.admin_token().await;
+    server
+        .post(
+            "/api/v1/admin/kill-switch",
+            Some(&admin),
+            json!({"reason": "exchange outage"}),
+        )
+        .await
+        .expect(200);
+    for caller in [None, Some(bystander.as_str())] {
+        let s = server.get("/api/safety/status", caller).await.json;
+        assert_eq!(s["mode"], "disabled", "{s}");
+        assert_eq!(s["kill_switch_active"], true, "{s}");
+        assert_eq!(s["emergency_stop_active"], true, "{s}");
+        assert_eq!(s["trading_allowed"], false, "{s}");
+        assert_eq!(s["ui_indicators"]["allow_toggle"], false, "{s}");
+        assert!(
+            s["status_message"]
+                .as_str()
+                .is_some_and(|m| m.contains("exchange outage")),
+            "{s}"
+        );
+    }
+}
+
+/// The original client polls the safety status without a token; its sign-in (set A) leaves an
+/// HttpOnly cookie for that one path, so the poll describes the caller's own bot. The cookie
+/// opens nothing else.
+#[tokio::test]
+async fn the_safety_poll_knows_the_caller_from_the_sign_in_cookie() {
+    let server = Server::start().await;
+    let address = email("safety-cookie");
+    let (_, token) = server.user(&address).await;
+    server.connect_paper(&token).await;
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            json!({"broker": "paper"}),
+        )
+        .await
+        .expect(200);
+    server.wait_running(&token).await;
+
+    let signed_in = server
+        .post(
+            "/api/auth/login",
+            None,
+            json!({"email": address, "password": PASSWORD}),
+        )
+        .await;
+    signed_in.expect(200);
+    let set_cookie = signed_in
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("tradehost_safety="))
+        .unwrap_or_else(|| panic!("no safety cookie: {:?}", signed_in.headers))
+        .to_string();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/api/safety/status"] {
+        assert!(set_cookie.contains(attribute), "{set_cookie}");
+    }
+    let cookie = set_cookie.split(';').next().unwrap().to_string();
+    let with_cookie = |path: &str| {
+        server
+            .http
+            .get(server.url(path))
+            .header("Cookie", cookie.clone())
+            .send()
+    };
+    let status: Value = with_cookie("/api/safety/status")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["mode"], "dry_run", "{status}");
+    assert_eq!(status["trading_allowed"], true, "{status}");
+    assert_eq!(status["credentials_configured"], true, "{status}");
+    // Without the cookie the poll knows nobody.
+    let anonymous = server.get("/api/safety/status", None).await.json;
+    assert_eq!(anonymous["trading_allowed"], false, "{anonymous}");
+    // The cookie is not a credential anywhere else.
+    let elsewhere = with_cookie("/api/status").await.unwrap();
+    assert_eq!(elsewhere.status(), 401);
+}

@@ -28,7 +28,7 @@ pub enum Flavor {
 }
 
 /// Path prefixes of the companion sets C to F.
-const COMPANION_PREFIXES: [&str; 9] = [
+const COMPANION_PREFIXES: [&str; 10] = [
     "/api/restart",
     "/api/positions/open",
     "/api/trades",
@@ -38,6 +38,7 @@ const COMPANION_PREFIXES: [&str; 9] = [
     "/api/alarms",
     "/api/dashboard",
     "/api/health",
+    "/api/safety",
 ];
 
 /// The gateway's (B) routes, which live under `/api/v1` but answer `{detail}`.

@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod gateway;
 pub mod restart;
+pub mod safety;
 
 /// Win and loss totals of closed trades (a winner has net profit > 0).
 #[derive(Debug, Default, Clone, Copy)]

@@ -360,6 +360,28 @@ pub async fn emergency_stop(
     })
 }
 
+/// Lifts the user's emergency stop: the bot becomes `stopped` and may be started again. Without
+/// an active emergency stop nothing changes (lifting twice is not an error).
+pub async fn lift_emergency_stop(app: &App, user: &Principal) -> ApiResult<StatusChange> {
+    let cell = app.engine.cell(&user.user_id);
+    let mut guard = lock(app, &cell).await?;
+    let trader = guard.as_mut().expect("loaded");
+    if trader.status() != BotStatus::EmergencyStopped {
+        return Ok(StatusChange {
+            status: trader.bot.status.clone(),
+            message: "No emergency stop is active".into(),
+        });
+    }
+    trader.bot.status = BotStatus::Stopped.as_str().into();
+    trader.bot.last_error = None;
+    persist(app, trader).await?;
+    publish_status(app, trader, "Emergency stop lifted");
+    Ok(StatusChange {
+        status: trader.bot.status.clone(),
+        message: "Emergency stop lifted; the bot can be started again".into(),
+    })
+}
+
 #[derive(Debug, Serialize)]
 pub struct StatusChange {
     pub status: String,

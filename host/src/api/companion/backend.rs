@@ -4,7 +4,9 @@ use rocket::{Route, State, delete, get, post, routes};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::Json;
+use rocket::http::CookieJar;
+
+use super::{Json, safety};
 use crate::App;
 use crate::api::envelope::{Body, OptionalBody};
 use crate::auth::{AuthUser, ClientMeta};
@@ -37,20 +39,32 @@ pub fn routes() -> Vec<Route> {
 async fn register(
     app: &State<App>,
     meta: ClientMeta,
+    cookies: &CookieJar<'_>,
     body: Body<Registration>,
 ) -> ApiResult<Json<TokenResponse>> {
-    backend::register(app, body.0, &meta).await.map(Json)
+    let signed_in = backend::register(app, body.0, &meta).await?;
+    safety::remember_caller(
+        cookies,
+        &signed_in.access_token,
+        app.config.access_token_ttl,
+    );
+    Ok(Json(signed_in))
 }
 
 #[post("/api/auth/login", data = "<body>")]
 async fn login(
     app: &State<App>,
     meta: ClientMeta,
+    cookies: &CookieJar<'_>,
     body: Body<Credentials>,
 ) -> ApiResult<Json<TokenResponse>> {
-    backend::login(app, &body.0.email, &body.0.password, &meta)
-        .await
-        .map(Json)
+    let signed_in = backend::login(app, &body.0.email, &body.0.password, &meta).await?;
+    safety::remember_caller(
+        cookies,
+        &signed_in.access_token,
+        app.config.access_token_ttl,
+    );
+    Ok(Json(signed_in))
 }
 
 #[get("/api/user/profile")]

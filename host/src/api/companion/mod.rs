@@ -8,6 +8,7 @@ pub mod gateway;
 pub mod kpi;
 pub mod ledger;
 pub mod restart;
+pub mod safety;
 
 use std::io::Cursor;
 
@@ -74,6 +75,7 @@ pub fn routes() -> Vec<Route> {
         ledger::routes(),
         dashboard::routes(),
         kpi::routes(),
+        safety::routes(),
     ]
     .concat()
 }
