@@ -40,6 +40,21 @@ pub enum Command {
         #[command(subcommand)]
         action: VaultCommand,
     },
+    /// The mail outbox.
+    Mail {
+        #[command(subcommand)]
+        action: MailCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MailCommand {
+    /// Print the undelivered mail to an address, newest first: without SMTP, mail that carries
+    /// a secret (a password-reset link) is held in the outbox, sealed, for the operator to pass on.
+    Show {
+        #[arg(long)]
+        to: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -129,6 +144,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Plugin {
             action: PluginCommand::Check { file, manifest },
         } => check_plugin(&config, &file, manifest.as_deref()),
+        Command::Mail {
+            action: MailCommand::Show { to },
+        } => show_mail(&config, &to).await,
         Command::Vault {
             action: VaultCommand::RotateKey { new_key },
         } => {
@@ -198,5 +216,25 @@ fn check_plugin(
         "allowed_hosts": plugin.manifest.allowed_hosts,
     });
     println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+async fn show_mail(config: &AppConfig, to: &str) -> Result<()> {
+    let db = Db::connect(&config.database_url).await?;
+    db.migrate().await?;
+    let vault = crate::vault::Vault::new(&crate::secrets::resolve(config)?.vault_key);
+    let mails = crate::store::outbox::undelivered_to(&db, to.trim()).await?;
+    if mails.is_empty() {
+        println!("no undelivered mail to {to}");
+    }
+    for mail in mails {
+        let body = crate::mail::readable_body(&vault, &mail).with_context(|| {
+            format!("mail {} does not open with the current vault key", mail.id)
+        })?;
+        println!(
+            "mail {} ({}, {}) to {}\nSubject: {}\n\n{}\n",
+            mail.id, mail.kind, mail.status, mail.to_address, mail.subject, body
+        );
+    }
     Ok(())
 }

@@ -136,7 +136,7 @@ impl App {
     /// supervisor and cache sweeping.
     fn spawn_background(&self) {
         let mail = self.clone();
-        tokio::spawn(async move { mail.mailer.run(mail.db.clone()).await });
+        tokio::spawn(async move { mail.mailer.run(mail.db.clone(), &mail.vault).await });
         tokio::spawn(engine::run(self.clone()));
         tokio::spawn(engine::supervisor::run(self.clone()));
         tokio::spawn(performance::run(self.clone()));

@@ -1,5 +1,9 @@
 //! Mail delivery from the outbox: through SMTP when `TRADEHOST_SMTP_URL` is set, otherwise each
 //! mail is written to the log (and stays in the outbox table) for the operator to pass on.
+//!
+//! Mail that carries a secret (a password-reset link) is different: its body is sealed with the
+//! vault in the outbox, opened only to be sent, and erased once delivered. Without SMTP it is
+//! never logged: it is held, and the operator reads it with `tradehost mail show --to <address>`.
 
 use std::time::Duration;
 
@@ -9,8 +13,39 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use tokio::sync::Notify;
 
 use crate::store::{Db, outbox};
+use crate::vault::Vault;
 
 const MAX_ATTEMPTS: i64 = 8;
+
+/// Kinds of mail whose body carries a secret.
+const SENSITIVE_KINDS: [&str; 1] = ["password_reset"];
+
+pub fn is_sensitive(kind: &str) -> bool {
+    SENSITIVE_KINDS.contains(&kind)
+}
+
+/// The body to store for a mail of `kind` to `to_address` (sealed when it carries a secret).
+pub fn stored_body(vault: &Vault, kind: &str, to_address: &str, body: &str) -> String {
+    if is_sensitive(kind) {
+        vault.seal(&sealing_owner(to_address), body)
+    } else {
+        body.to_string()
+    }
+}
+
+/// The readable body of a stored mail.
+pub fn readable_body(vault: &Vault, mail: &outbox::MailRow) -> Result<String> {
+    if is_sensitive(&mail.kind) {
+        Ok(vault.open(&sealing_owner(&mail.to_address), &mail.body)?)
+    } else {
+        Ok(mail.body.clone())
+    }
+}
+
+/// The associated data a sealed body is bound to: it opens only as mail to that address.
+fn sealing_owner(to_address: &str) -> String {
+    format!("mail:{to_address}")
+}
 
 pub struct Mailer {
     transport: Option<AsyncSmtpTransport<Tokio1Executor>>,
@@ -45,9 +80,9 @@ impl Mailer {
     }
 
     /// Delivers pending mail until the process ends; wakes on new mail and every 30 s for retries.
-    pub async fn run(&self, db: Db) {
+    pub async fn run(&self, db: Db, vault: &Vault) {
         loop {
-            if let Err(err) = self.deliver_pending(&db).await {
+            if let Err(err) = self.deliver_pending(&db, vault).await {
                 tracing::warn!("mail delivery pass failed: {err:#}");
             }
             tokio::select! {
@@ -57,9 +92,21 @@ impl Mailer {
         }
     }
 
-    pub async fn deliver_pending(&self, db: &Db) -> Result<()> {
+    pub async fn deliver_pending(&self, db: &Db, vault: &Vault) -> Result<()> {
         for mail in outbox::pending(db, 50).await? {
             let Some(transport) = &self.transport else {
+                if is_sensitive(&mail.kind) {
+                    tracing::info!(
+                        mail_id = %mail.id,
+                        to = %mail.to_address,
+                        subject = %mail.subject,
+                        "no SMTP server configured; this mail carries a secret and is held \
+                         (`tradehost mail show --to {}` prints it)",
+                        mail.to_address
+                    );
+                    outbox::record_attempt(db, &mail.id, "held", None).await?;
+                    continue;
+                }
                 tracing::info!(
                     mail_id = %mail.id,
                     to = %mail.to_address,
@@ -75,13 +122,18 @@ impl Mailer {
                     .from(self.from.clone())
                     .to(mail.to_address.parse()?)
                     .subject(&mail.subject)
-                    .body(mail.body.clone())?;
+                    .body(readable_body(vault, &mail)?)?;
                 transport.send(message).await?;
                 anyhow::Ok(())
             }
             .await;
             match result {
-                Ok(()) => outbox::record_attempt(db, &mail.id, "sent", None).await?,
+                Ok(()) => {
+                    outbox::record_attempt(db, &mail.id, "sent", None).await?;
+                    if is_sensitive(&mail.kind) {
+                        outbox::erase_body(db, &mail.id).await?;
+                    }
+                }
                 Err(err) => {
                     let status = if mail.attempts + 1 >= MAX_ATTEMPTS {
                         "failed"

@@ -509,18 +509,42 @@ async fn logout_takes_effect_at_once() {
     assert_eq!(server.count(&audited).await, 2);
 }
 
+/// The reset token of the newest mail to `address`, as the operator reads it without SMTP: the
+/// outbox holds the mail sealed and the log never shows it, so `tradehost mail show` prints it.
 async fn reset_token_from_outbox(server: &Server, address: &str) -> String {
-    let body = server
+    let stored = server
         .scalar(&format!("SELECT body FROM mail_outbox WHERE to_address = '{address}' ORDER BY created_at DESC LIMIT 1"))
         .await
         .expect("a reset mail in the outbox");
-    body.split("token=")
-        .nth(1)
+    assert!(
+        !stored.contains("token="),
+        "the outbox holds the link in plaintext: {stored}"
+    );
+    let mut command = server.command();
+    command.args(["mail", "show", "--to", address]);
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
         .unwrap()
+        .expect("tradehost mail show runs");
+    let shown = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "{shown}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let token = shown
+        .split("token=")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no reset link in {shown}"))
         .split_whitespace()
         .next()
         .unwrap()
-        .to_string()
+        .to_string();
+    assert!(
+        !server.log().contains(&token),
+        "the reset token reached the server log"
+    );
+    token
 }
 
 #[tokio::test]
@@ -815,4 +839,12 @@ async fn reset_mail_goes_out_through_smtp_when_configured() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(status.as_deref(), Some("sent"));
+    // Once delivered, the outbox forgets the link.
+    assert_eq!(
+        server
+            .scalar("SELECT body FROM mail_outbox")
+            .await
+            .as_deref(),
+        Some("")
+    );
 }

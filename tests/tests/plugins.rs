@@ -338,7 +338,7 @@ async fn the_plugin_directory_adds_plugins_at_start() {
     std::fs::create_dir_all(dir.path().join("broken")).unwrap();
     std::fs::write(
         dir.path().join("broken/plugin.toml"),
-        "name = \"broken\"\nkind = \"strategy\"\nversion = \"1\"",
+        "name = \"broken\"\nkind = \"strategy\"\nversion = \"1.0.0\"",
     )
     .unwrap();
     std::fs::write(dir.path().join("broken/broken.wasm"), b"not wasm").unwrap();

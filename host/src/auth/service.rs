@@ -481,7 +481,7 @@ pub async fn request_password_reset(
         &mut *tx,
         &user.email,
         "Reset your tradehost password",
-        &body,
+        &crate::mail::stored_body(&app.vault, "password_reset", &user.email, &body),
         "password_reset",
     )
     .await?;

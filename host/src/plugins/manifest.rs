@@ -92,12 +92,10 @@ impl Manifest {
                 self.name
             ));
         }
-        if self.version.trim().is_empty()
-            || self.version.len() > 64
-            || self.version.contains(char::is_whitespace)
-        {
+        // A semantic version (it also names the stored file, so nothing like `../x` gets through).
+        if self.version.len() > 64 || semver::Version::parse(&self.version).is_err() {
             return Err(format!(
-                "manifest version {:?} is not a version",
+                "manifest version {:?} is not a semantic version such as 1.2.0",
                 self.version
             ));
         }
@@ -248,20 +246,33 @@ mod tests {
             );
         }
         assert!(
-            Manifest::from_toml("name = \"Bad Name\"\nkind = \"strategy\"\nversion = \"1\"")
+            Manifest::from_toml("name = \"Bad Name\"\nkind = \"strategy\"\nversion = \"1.0.0\"")
                 .is_err()
         );
-        assert!(Manifest::from_toml("name = \"x\"\nkind = \"oracle\"\nversion = \"1\"").is_err());
+        assert!(
+            Manifest::from_toml("name = \"x\"\nkind = \"oracle\"\nversion = \"1.0.0\"").is_err()
+        );
         assert!(
             Manifest::from_toml(
-                "name = \"x\"\nkind = \"strategy\"\nversion = \"1\"\nallowed_hosts = [\"a.com\"]"
+                "name = \"x\"\nkind = \"strategy\"\nversion = \"1.0.0\"\nallowed_hosts = [\"a.com\"]"
             )
             .is_err()
         );
-        assert!(Manifest::from_toml("name = \"x\"\nkind = \"broker\"\nversion = \"1\"\nallowed_hosts = [\"https://a.com\"]").is_err());
+        assert!(Manifest::from_toml("name = \"x\"\nkind = \"broker\"\nversion = \"1.0.0\"\nallowed_hosts = [\"https://a.com\"]").is_err());
         assert!(
-            Manifest::from_toml("name = \"x\"\nkind = \"broker\"\nversion = \"1\"\nsurprise = 1")
-                .is_err()
+            Manifest::from_toml(
+                "name = \"x\"\nkind = \"broker\"\nversion = \"1.0.0\"\nsurprise = 1"
+            )
+            .is_err()
         );
+        // The version names the stored file: a path or anything but a semantic version is refused.
+        for version in ["1", "../../etc/x", "1.0.0/../../x", "1.0", "v1.0.0", ""] {
+            let toml = format!("name = \"x\"\nkind = \"strategy\"\nversion = {version:?}");
+            assert!(Manifest::from_toml(&toml).is_err(), "{version}");
+        }
+        for version in ["0.1.0", "2.3.4-beta.1", "1.0.0+build.5"] {
+            let toml = format!("name = \"x\"\nkind = \"strategy\"\nversion = {version:?}");
+            assert!(Manifest::from_toml(&toml).is_ok(), "{version}");
+        }
     }
 }

@@ -86,6 +86,44 @@ pub struct Registry {
     upload_dir: Option<PathBuf>,
 }
 
+/// Validates a plugin and compiles, prepares and describes it (the slow part: call it off the
+/// async workers for uploads).
+fn check_with(
+    runtime: &PluginRuntime,
+    wasm: &[u8],
+    manifest: &Manifest,
+    builtin: bool,
+) -> Result<LoadedPlugin, PluginError> {
+    manifest.validate().map_err(PluginError::Load)?;
+    if let Some(refusal) = unreachable_host(&manifest.allowed_hosts, runtime.egress()) {
+        return Err(PluginError::Load(format!("allowed_hosts: {refusal}")));
+    }
+    let component = runtime.compile(wasm)?;
+    let prepared = runtime.prepare(manifest.kind, &component)?;
+    let defaults = manifest
+        .resolve_config(&BTreeMap::new())
+        .map_err(PluginError::Load)?;
+    let target = CallTarget {
+        name: Arc::from(manifest.name.as_str()),
+        config: Arc::new(defaults),
+        allowed_hosts: manifest.allowed_hosts.clone().into(),
+    };
+    let description = runtime.describe(&target, &prepared)?;
+    if description.name != manifest.name || description.version != manifest.version {
+        return Err(PluginError::Load(format!(
+            "the component describes itself as {} {}, the manifest says {} {}",
+            description.name, description.version, manifest.name, manifest.version
+        )));
+    }
+    Ok(LoadedPlugin {
+        manifest: manifest.clone(),
+        sha256: sha256_hex(wasm),
+        description,
+        prepared,
+        builtin,
+    })
+}
+
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
@@ -187,34 +225,7 @@ impl Registry {
         manifest: &Manifest,
         builtin: bool,
     ) -> Result<LoadedPlugin, PluginError> {
-        manifest.validate().map_err(PluginError::Load)?;
-        if let Some(refusal) = unreachable_host(&manifest.allowed_hosts, self.runtime.egress()) {
-            return Err(PluginError::Load(format!("allowed_hosts: {refusal}")));
-        }
-        let component = self.runtime.compile(wasm)?;
-        let prepared = self.runtime.prepare(manifest.kind, &component)?;
-        let defaults = manifest
-            .resolve_config(&BTreeMap::new())
-            .map_err(PluginError::Load)?;
-        let target = CallTarget {
-            name: Arc::from(manifest.name.as_str()),
-            config: Arc::new(defaults),
-            allowed_hosts: manifest.allowed_hosts.clone().into(),
-        };
-        let description = self.runtime.describe(&target, &prepared)?;
-        if description.name != manifest.name || description.version != manifest.version {
-            return Err(PluginError::Load(format!(
-                "the component describes itself as {} {}, the manifest says {} {}",
-                description.name, description.version, manifest.name, manifest.version
-            )));
-        }
-        Ok(LoadedPlugin {
-            manifest: manifest.clone(),
-            sha256: sha256_hex(wasm),
-            description,
-            prepared,
-            builtin,
-        })
+        check_with(&self.runtime, wasm, manifest, builtin)
     }
 
     /// Adds a checked version. The first version of a plugin becomes active at once; later ones
@@ -299,7 +310,14 @@ impl Registry {
         manifest: Manifest,
         uploaded_by: Option<&str>,
     ) -> Result<Arc<LoadedPlugin>, PluginError> {
-        let checked = self.check(wasm, &manifest, false)?;
+        // Compiling takes long: on a blocking thread, so the async workers keep serving.
+        let checked = {
+            let runtime = self.runtime.clone();
+            let (wasm, manifest) = (wasm.to_vec(), manifest.clone());
+            tokio::task::spawn_blocking(move || check_with(&runtime, &wasm, &manifest, false))
+                .await
+                .map_err(|err| PluginError::Load(format!("checking the upload failed: {err}")))??
+        };
         let existing = self
             .slot(&manifest.name)
             .and_then(|slot| slot.versions.lock().ok()?.get(&manifest.version).cloned());

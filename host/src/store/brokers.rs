@@ -1,12 +1,5 @@
 //! The `broker_connections` table. Secrets are stored sealed by the vault, never in clear.
 
-/// A query assembled from this module's column-list constants (never from input).
-macro_rules! sql {
-    ($($arg:tt)*) => {
-        sqlx::AssertSqlSafe(format!($($arg)*))
-    };
-}
-
 use sqlx::{Any, Executor, FromRow};
 
 #[derive(Debug, Clone, FromRow)]

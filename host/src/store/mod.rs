@@ -4,6 +4,13 @@
 //! integers (timestamps are epoch milliseconds) and doubles. Queries use `$n` placeholders, which
 //! both backends accept; SQL that must differ branches on [`Backend`] in the module that needs it.
 
+/// A query assembled from a module's column-list constants (never from input).
+macro_rules! sql {
+    ($($arg:tt)*) => {
+        sqlx::AssertSqlSafe(format!($($arg)*))
+    };
+}
+
 pub mod audit;
 pub mod billing;
 pub mod brokers;

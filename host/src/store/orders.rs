@@ -4,13 +4,6 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-/// A query assembled from this module's column lists (never from input).
-macro_rules! sql {
-    ($($arg:tt)*) => {
-        sqlx::AssertSqlSafe(format!($($arg)*))
-    };
-}
-
 /// Statuses of orders that may still fill.
 pub const LIVE: &str = "('new', 'submitted', 'partially_filled', 'unknown')";
 

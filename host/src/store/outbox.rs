@@ -9,9 +9,14 @@ pub struct MailRow {
     pub id: String,
     pub to_address: String,
     pub subject: String,
+    /// Sealed with the vault for the kinds `mail::is_sensitive` names; empty once delivered.
     pub body: String,
+    pub kind: String,
+    pub status: String,
     pub attempts: i64,
 }
+
+const COLUMNS: &str = "id, to_address, subject, body, kind, status, attempts";
 
 pub async fn insert<'e>(
     exec: impl Executor<'e, Database = Any>,
@@ -36,20 +41,39 @@ pub async fn insert<'e>(
 }
 
 pub async fn pending(db: &Db, limit: i64) -> sqlx::Result<Vec<MailRow>> {
-    sqlx::query_as(
-        "SELECT id, to_address, subject, body, attempts FROM mail_outbox \
-         WHERE status = 'pending' ORDER BY created_at LIMIT $1",
-    )
+    sqlx::query_as(sql!(
+        "SELECT {COLUMNS} FROM mail_outbox WHERE status = 'pending' ORDER BY created_at LIMIT $1"
+    ))
     .bind(limit)
     .fetch_all(&db.pool)
     .await
 }
 
 pub async fn by_id(db: &Db, id: &str) -> sqlx::Result<Option<MailRow>> {
-    sqlx::query_as("SELECT id, to_address, subject, body, attempts FROM mail_outbox WHERE id = $1")
+    sqlx::query_as(sql!("SELECT {COLUMNS} FROM mail_outbox WHERE id = $1"))
         .bind(id)
         .fetch_optional(&db.pool)
         .await
+}
+
+/// Mail to `to_address` not delivered yet (held or pending), newest first.
+pub async fn undelivered_to(db: &Db, to_address: &str) -> sqlx::Result<Vec<MailRow>> {
+    sqlx::query_as(sql!(
+        "SELECT {COLUMNS} FROM mail_outbox WHERE to_address = $1 AND status IN ('pending', 'held') \
+         ORDER BY created_at DESC, id DESC"
+    ))
+    .bind(to_address)
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// Forgets a delivered mail's body (one that carried a secret such as a reset link).
+pub async fn erase_body(db: &Db, id: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE mail_outbox SET body = '' WHERE id = $1")
+        .bind(id)
+        .execute(&db.pool)
+        .await?;
+    Ok(())
 }
 
 /// Final or retryable outcome of one delivery attempt.

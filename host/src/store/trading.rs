@@ -1,13 +1,6 @@
 //! Trading tables: accounts, bots, orders, positions, trades, the ledger, equity snapshots,
 //! alarms and platform flags. Decimals are TEXT here and `Decimal` everywhere else.
 
-/// A query assembled from this module's column-list constants (never from input).
-macro_rules! sql {
-    ($($arg:tt)*) => {
-        sqlx::AssertSqlSafe(format!($($arg)*))
-    };
-}
-
 use rust_decimal::Decimal;
 use sqlx::{Any, Executor, FromRow};
 
