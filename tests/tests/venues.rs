@@ -421,6 +421,65 @@ async fn email_of(server: &Server, user_id: &str) -> String {
         .expect("the user exists")
 }
 
+/// Without the operator's switch, a broker plugin cannot be pointed at the server's own network:
+/// `base_url` at loopback, a private range or the cloud metadata address is refused when
+/// configured (a host name is refused by the addresses it resolves to when called: the egress
+/// unit tests), so a venue listening on loopback never sees a request.
+#[tokio::test]
+async fn plugins_cannot_reach_the_private_network() {
+    let case = tradehost_blackbox::exchange::binance::case();
+    let simulator = Simulator::start(case.exchange.clone(), case.face.clone()).await;
+    let server = Server::start().await;
+    let admin = server.admin_token().await;
+    let config_path = format!("/api/v1/admin/plugins/{}/config", case.broker);
+    let plugin_path = format!("/api/v1/admin/plugins/{}", case.broker);
+    let before = server.get(&plugin_path, Some(&admin)).await;
+    before.expect(200);
+    let port = simulator
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    for url in [
+        simulator.url.clone(),
+        format!("http://127.0.0.1:{port}"),
+        "http://169.254.169.254".to_string(),
+        "http://[::1]:9".to_string(),
+        "http://10.0.0.1".to_string(),
+        format!("http://localhost:{port}"),
+    ] {
+        let refused = server
+            .put(
+                &config_path,
+                Some(&admin),
+                json!({"config": {"base_url": url}}),
+            )
+            .await;
+        assert_eq!(refused.status, 400, "{url}: {}", refused.text);
+        assert!(refused.text.contains("base_url"), "{url}: {}", refused.text);
+    }
+    assert_eq!(
+        server.get(&plugin_path, Some(&admin)).await.data(),
+        before.data(),
+        "a refused configuration changes nothing"
+    );
+
+    // A user's connection cannot reach the venue on loopback either (the plugin keeps the
+    // manifest's public host, and names are checked by the addresses they resolve to).
+    let (_, token) = server.user(&email("ssrf")).await;
+    let refused = server
+        .post("/api/v1/config/brokers", Some(&token), case.connect.clone())
+        .await;
+    assert!(!refused.status.is_success(), "{}", refused.text);
+    assert_eq!(
+        case.exchange.with_state(|s| s.seen),
+        0,
+        "the venue on loopback was reached"
+    );
+}
+
 macro_rules! venue_suite {
     ($venue:ident) => {
         mod $venue {
