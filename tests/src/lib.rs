@@ -527,6 +527,20 @@ impl Server {
         .await
     }
 
+    /// Connects the paper broker for the user, starts their bot on it (paper trading) and waits
+    /// until it runs.
+    pub async fn start_paper_bot(&self, token: &str) -> Value {
+        self.connect_paper(token).await;
+        self.post(
+            "/api/v1/trading/start",
+            Some(token),
+            json!({"broker": "paper", "paper_trading": true}),
+        )
+        .await
+        .expect(200);
+        self.wait_running(token).await
+    }
+
     /// Polls a count query until it reaches `at_least` (or fails the test after `secs`).
     pub async fn wait_count(&self, sql: &str, at_least: i64, secs: u64) {
         let deadline = Instant::now() + Duration::from_secs(secs);

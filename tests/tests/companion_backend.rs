@@ -953,16 +953,7 @@ async fn safety_status_and_the_callers_emergency_stop() {
     );
 
     for user in [&token, &bystander] {
-        server.connect_paper(user).await;
-        server
-            .post(
-                "/api/v1/trading/start",
-                Some(user),
-                json!({"broker": "paper", "paper_trading": true}),
-            )
-            .await
-            .expect(200);
-        server.wait_running(user).await;
+        server.start_paper_bot(user).await;
     }
     let running = server.get("/api/safety/status", Some(&token)).await.json;
     assert_eq!(running["mode"], "dry_run", "{running}");
@@ -1071,16 +1062,7 @@ async fn the_safety_poll_knows_the_caller_from_the_sign_in_cookie() {
     let server = Server::start().await;
     let address = email("safety-cookie");
     let (_, token) = server.user(&address).await;
-    server.connect_paper(&token).await;
-    server
-        .post(
-            "/api/v1/trading/start",
-            Some(&token),
-            json!({"broker": "paper"}),
-        )
-        .await
-        .expect(200);
-    server.wait_running(&token).await;
+    server.start_paper_bot(&token).await;
 
     let signed_in = server
         .post(
