@@ -11,6 +11,7 @@ use sqlx::FromRow;
 
 use crate::App;
 use crate::auth::sessions::Principal;
+use crate::csv_cells;
 use crate::engine::{metrics, reports};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::plugins::registry::sha256_hex;
@@ -175,33 +176,17 @@ fn columns(data_type: &str) -> &'static [&'static str] {
     }
 }
 
+/// The rows as CSV: the header row, then one line per row, LF line endings.
 fn to_csv(keys: &[&str], rows: &[Value]) -> String {
-    let cell = |value: &Value| -> String {
-        let text = match value {
-            Value::Null => String::new(),
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        // Quoted when needed; a leading formula character is neutralised for spreadsheets.
-        let text = if text.starts_with(['=', '+', '@']) {
-            format!("'{text}")
-        } else {
-            text
-        };
-        if text.contains([',', '"', '\n', '\r']) {
-            format!("\"{}\"", text.replace('"', "\"\""))
-        } else {
-            text
-        }
+    let cell = |value: &Value| match value {
+        Value::Null => String::new(),
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
     };
-    let mut out = keys.join(",");
-    out.push('\n');
-    for row in rows {
-        let line: Vec<String> = keys.iter().map(|k| cell(&row[*k])).collect();
-        out.push_str(&line.join(","));
-        out.push('\n');
-    }
-    out
+    let rows = rows
+        .iter()
+        .map(|row| keys.iter().map(move |key| cell(&row[*key])));
+    csv_cells::write(keys, rows, csv_cells::Terminator::Any(b'\n'))
 }
 
 fn export_dir(app: &App) -> PathBuf {
@@ -357,5 +342,14 @@ mod tests {
             "a,b,c\n\"x,y\",1.5,\n'=SUM(A1),\"say \"\"hi\"\"\",true\n"
         );
         assert_eq!(to_csv(&["date", "pnl"], &[]), "date,pnl\n");
+        // Negative numbers stay numbers; text that a spreadsheet would evaluate does not.
+        let rows = vec![
+            json!({"a": -12.5, "b": "-3", "c": "+1 555 0100"}),
+            json!({"a": "@SUM(A1)", "b": "line\nbreak", "c": "a=b"}),
+        ];
+        assert_eq!(
+            to_csv(&["a", "b", "c"], &rows),
+            "a,b,c\n-12.5,-3,'+1 555 0100\n'@SUM(A1),\"line\nbreak\",a=b\n"
+        );
     }
 }

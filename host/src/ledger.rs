@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::App;
 use crate::auth::Principal;
+use crate::csv_cells;
 use crate::engine::accounting::float;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::pdf;
@@ -588,28 +589,15 @@ pub async fn export(app: &App, owner: &Owner, table: Table, format: Format) -> A
     })
 }
 
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\r', '\n']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
-}
-
 /// The table as CSV: the header row, then one line per record, CRLF line endings.
 fn csv(table: Table, records: &[Record]) -> String {
-    let mut out = table.columns().join(",");
-    out.push_str("\r\n");
-    for record in records {
-        let line: Vec<String> = table
+    let rows = records.iter().map(|record| {
+        table
             .columns()
             .iter()
-            .map(|column| csv_field(&record.get(column).map(Cell::text).unwrap_or_default()))
-            .collect();
-        out.push_str(&line.join(","));
-        out.push_str("\r\n");
-    }
-    out
+            .map(|column| record.get(column).map(Cell::text).unwrap_or_default())
+    });
+    csv_cells::write(table.columns(), rows, csv_cells::Terminator::CRLF)
 }
 
 fn report(table: Table, owner: &Owner, statistics: &Statistics, records: &[Record]) -> Vec<u8> {
@@ -713,6 +701,121 @@ mod tests {
         );
         assert_eq!(lines[2], "");
         assert_eq!(lines.len(), 3);
+    }
+
+    #[test]
+    fn csv_neutralises_formulas_and_keeps_negative_numbers() {
+        let record = Record(vec![
+            ("id", Cell::Text("t2".into())),
+            ("symbol", Cell::Text("@SUM(A1)".into())),
+            ("side", Cell::Text("+BUY".into())),
+            ("price", Cell::Decimal("-12.50".parse().unwrap())),
+            ("fee", Cell::Number(-0.25)),
+            (
+                "notes",
+                Cell::Text("=HYPERLINK(\"http://x\", \"x\")".into()),
+            ),
+        ]);
+        let text = csv(Table::TradeLedger, &[record]);
+        assert_eq!(
+            text.split("\r\n").nth(1).unwrap(),
+            "t2,,,'@SUM(A1),'+BUY,,-12.5,,,-0.25,,,,\"'=HYPERLINK(\"\"http://x\"\", \"\"x\"\")\","
+        );
+    }
+
+    /// A big export as the route renders it: 20,000 ledger entries (two per position, with
+    /// random ids) in the PDF report.
+    #[test]
+    fn a_twenty_thousand_row_ledger_pdf_stays_under_two_megabytes() {
+        const ENTRIES: usize = 20_000;
+        let symbols = [
+            ("BTC-USD", 64_000.0),
+            ("ETH-USD", 3_100.0),
+            ("SOL-USD", 145.0),
+            ("DOGE-USD", 0.16),
+        ];
+        let mut position_id = String::new();
+        let records: Vec<Record> = (0..ENTRIES)
+            .map(|index| {
+                let (symbol, base) = symbols[index / 2 % symbols.len()];
+                if index % 2 == 0 {
+                    position_id = uuid::Uuid::new_v4().to_string();
+                }
+                let price = base * (1.0 + 0.03 * (index as f64 * 0.37).sin());
+                let quantity = 2_500.0 / base * (1.0 + (index % 7) as f64 / 10.0);
+                let notional = price * quantity;
+                ledger_record(rows::LedgerRow {
+                    id: uuid::Uuid::new_v4().to_string(),
+                    user_id: "u1".into(),
+                    order_id: uuid::Uuid::new_v4().to_string(),
+                    position_id: position_id.clone(),
+                    symbol: symbol.into(),
+                    side: ["buy", "sell"][index / 2 % 2].into(),
+                    action: ["open", "close"][index % 2].into(),
+                    quantity: format!("{quantity:.6}"),
+                    price: format!("{price:.4}"),
+                    notional: format!("{notional:.2}"),
+                    fee: format!("{:.4}", notional * 0.001),
+                    created_at: 1_767_225_600_000 + index as i64 * 37_000,
+                })
+                .unwrap()
+            })
+            .collect();
+        let statistics = Statistics {
+            total_trades: (ENTRIES / 2) as u64,
+            total_pnl: 1_234.5,
+            avg_pnl: Some(0.12),
+            winners: 6_000,
+            losers: 4_000,
+            best_trade: Some(98.7),
+            worst_trade: Some(-65.4),
+            total_fees: 321.0,
+            open_positions: 0,
+            win_rate: 60.0,
+        };
+        let owner = Owner {
+            user_id: Some("u1".into()),
+            label: "u1".into(),
+        };
+
+        let started = std::time::Instant::now();
+        let pdf = report(Table::TradeLedger, &owner, &statistics, &records);
+        let elapsed = started.elapsed();
+        eprintln!(
+            "{ENTRIES} ledger entries: {} bytes of PDF in {elapsed:?}",
+            pdf.len()
+        );
+        assert!(
+            pdf.len() < 2_000_000,
+            "{ENTRIES} ledger entries take {} bytes",
+            pdf.len()
+        );
+
+        // Every entry is there: the first on page 1, the last on the last page.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("ledger.pdf");
+        std::fs::write(&file, &pdf).unwrap();
+        let text = |page: usize| {
+            let page = page.to_string();
+            let output = std::process::Command::new("pdftotext")
+                .args(["-layout", "-enc", "UTF-8", "-f", &page, "-l", &page])
+                .arg(&file)
+                .arg("-")
+                .output()
+                .expect("pdftotext runs: install the Debian package poppler-utils");
+            assert!(output.status.success(), "pdftotext on page {page}");
+            String::from_utf8(output.stdout).unwrap()
+        };
+        let position = |record: &Record| record.get("position_id").unwrap().text();
+        let first = text(1);
+        let pages = first
+            .split("page 1 of ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|count| count.parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("no page count on page 1:\n{first}"));
+        assert!(first.contains(&position(&records[0])), "{first}");
+        assert!(text(pages).contains(&position(&records[ENTRIES - 1])));
     }
 
     #[test]

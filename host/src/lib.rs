@@ -12,6 +12,7 @@ pub mod brokers;
 pub mod cli;
 pub mod companion;
 pub mod config;
+pub mod csv_cells;
 pub mod engine;
 pub mod error;
 pub mod events;
