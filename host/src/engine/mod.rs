@@ -146,16 +146,27 @@ impl Engine {
     /// Unloads the state of users whose bot is not scanning and whom nobody is serving right now;
     /// it is loaded again from the database on next use.
     pub fn evict_idle(&self) {
-        for cell in self.cells.iter() {
-            if cell.next_scan_at.load(Ordering::Acquire) == IDLE
-                && let Ok(mut trader) = cell.trader.try_lock()
-                && trader
-                    .as_ref()
-                    .is_none_or(|t| !t.status().is_scanned() && t.live.is_empty())
-            {
-                *trader = None;
+        self.cells.retain(|_, cell| {
+            if cell.next_scan_at.load(Ordering::Acquire) != IDLE {
+                return true;
             }
-        }
+            let Ok(mut trader) = cell.trader.try_lock() else {
+                return true;
+            };
+            if trader
+                .as_ref()
+                .is_some_and(|t| t.status().is_scanned() || !t.live.is_empty())
+            {
+                return true;
+            }
+            *trader = None;
+            drop(trader);
+            // The map's reference is the only one (the shard is locked, so nobody takes another
+            // now): forget the cell too, so the map holds the users being served rather than
+            // every user the server has seen. A cell someone holds stays: two cells for one user
+            // would be two traders booking for them.
+            Arc::strong_count(cell) > 1
+        });
     }
 
     pub fn scans_completed(&self) -> u64 {
@@ -248,4 +259,28 @@ pub async fn with_trader<T>(
     let cell = app.engine.cell(user_id);
     let guard = lock(app, &cell).await?;
     Ok(read(guard.as_ref().expect("loaded")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_cells_nobody_holds_are_forgotten() {
+        let engine = Engine::default();
+        drop(engine.cell("gone"));
+        let held = engine.cell("held");
+        let scanning = engine.cell("scanning");
+        engine.schedule(&scanning, now_ms());
+        drop(scanning);
+        engine.evict_idle();
+        let mut kept: Vec<String> = engine.cells.iter().map(|c| c.key().clone()).collect();
+        kept.sort();
+        assert_eq!(kept, ["held", "scanning"]);
+        // The holder's cell is still the map's: a second caller gets the same one.
+        assert!(Arc::ptr_eq(&held, &engine.cell("held")));
+        drop(held);
+        engine.evict_idle();
+        assert_eq!(engine.cells.len(), 1);
+    }
 }
