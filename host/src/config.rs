@@ -103,6 +103,12 @@ pub struct AppConfig {
     /// Broker plugins may reach loopback, private, link-local and metadata addresses
     /// (`TRADEHOST_PLUGIN_ALLOW_PRIVATE_NETWORK`; off unless the operator turns it on).
     pub plugin_allow_private_network: bool,
+    /// Users' notification webhooks may be plain http and reach loopback, private, link-local
+    /// and metadata addresses (`TRADEHOST_NOTIFY_ALLOW_PRIVATE_NETWORK`; off unless turned on).
+    pub notify_allow_private_network: bool,
+    /// The first retry of a failed webhook delivery waits this long; each next one twice as long
+    /// (`TRADEHOST_NOTIFY_RETRY_BASE_MS`, 30 s).
+    pub notify_retry_base_ms: i64,
     /// How long a new WebSocket connection has to send its `auth` message.
     pub ws_auth_timeout: Duration,
     pub smtp_url: Option<String>,
@@ -177,6 +183,11 @@ impl std::fmt::Debug for AppConfig {
                 "plugin_allow_private_network",
                 &self.plugin_allow_private_network,
             )
+            .field(
+                "notify_allow_private_network",
+                &self.notify_allow_private_network,
+            )
+            .field("notify_retry_base_ms", &self.notify_retry_base_ms)
             .field("ws_auth_timeout", &self.ws_auth_timeout)
             .field("smtp_url", &self.smtp_url.as_deref().map(without_password))
             .field("mail_from", &self.mail_from)
@@ -421,6 +432,10 @@ impl AppConfig {
                 deadline: Duration::from_millis(plugin_timeout_ms),
             },
             plugin_allow_private_network: flag("TRADEHOST_PLUGIN_ALLOW_PRIVATE_NETWORK")?,
+            notify_allow_private_network: flag("TRADEHOST_NOTIFY_ALLOW_PRIVATE_NETWORK")?,
+            notify_retry_base_ms: parse_env::<i64>(env, "TRADEHOST_NOTIFY_RETRY_BASE_MS")?
+                .unwrap_or(30_000)
+                .clamp(10, 3_600_000),
             ws_auth_timeout: Duration::from_millis(ws_auth_timeout_ms),
             smtp_url: env("TRADEHOST_SMTP_URL").or(file.smtp_url),
             mail_from: env("TRADEHOST_MAIL_FROM")

@@ -19,6 +19,8 @@ pub mod events;
 pub mod export;
 pub mod ledger;
 pub mod mail;
+pub mod notices;
+pub mod notify;
 pub mod pdf;
 pub mod performance;
 pub mod plugins;
@@ -62,6 +64,7 @@ pub struct AppInner {
     pub limiter: Arc<dyn RateLimiter>,
     pub user_limits: UserLimits,
     pub mailer: Mailer,
+    pub notifier: notices::Notifier,
     pub plugins: Arc<plugins::Registry>,
     pub events: events::EventBus,
     pub engine: engine::Engine,
@@ -117,6 +120,7 @@ impl App {
             limiter: memory_limiter.clone(),
             user_limits: UserLimits::new(Duration::from_secs(30)),
             mailer: Mailer::new(config.smtp_url.as_deref(), &config.mail_from)?,
+            notifier: notices::Notifier::default(),
             memory_limiter: Some(memory_limiter),
             db,
             config,
@@ -138,6 +142,7 @@ impl App {
     fn spawn_background(&self) {
         let mail = self.clone();
         tokio::spawn(async move { mail.mailer.run(mail.db.clone(), &mail.vault).await });
+        notify::spawn(self);
         tokio::spawn(engine::run(self.clone()));
         tokio::spawn(engine::supervisor::run(self.clone()));
         tokio::spawn(performance::run(self.clone()));

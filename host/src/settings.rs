@@ -116,15 +116,7 @@ impl Settings {
                     .and_then(Value::as_bool)
                     .unwrap_or(true),
             },
-            notifications: NOTIFICATIONS
-                .iter()
-                .map(|(key, default)| {
-                    let value = section("notifications")
-                        .and_then(|s| s.get(*key))
-                        .and_then(Value::as_bool);
-                    (key.to_string(), value.unwrap_or(*default))
-                })
-                .collect(),
+            notifications: notifications_of(stored),
             advanced: ADVANCED
                 .iter()
                 .map(|key| {
@@ -195,6 +187,18 @@ fn exceeds(
 }
 
 /// A symbol of the form BASE-QUOTE, upper case.
+/// The notification switches: the user's stored choices over the defaults.
+pub fn notifications_of(stored: &Map<String, Value>) -> BTreeMap<String, bool> {
+    let section = stored.get("notifications").and_then(Value::as_object);
+    NOTIFICATIONS
+        .iter()
+        .map(|(key, default)| {
+            let value = section.and_then(|s| s.get(*key)).and_then(Value::as_bool);
+            (key.to_string(), value.unwrap_or(*default))
+        })
+        .collect()
+}
+
 pub fn valid_pair(symbol: &str) -> bool {
     let part = |p: &str| {
         (1..=12).contains(&p.len())

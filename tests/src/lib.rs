@@ -7,6 +7,7 @@
 pub mod chaos;
 pub mod companion;
 pub mod exchange;
+pub mod receiver;
 pub mod venue;
 
 use std::io::{BufRead, BufReader};

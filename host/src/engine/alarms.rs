@@ -15,6 +15,7 @@ use super::trader::Trader;
 use super::{BotStatus, publish_status};
 use crate::App;
 use crate::events::Channel;
+use crate::notices::{self, AlarmNotice, Kind};
 use crate::plugins::PluginKind;
 use crate::plugins::bindings::types::{self as wire, AlarmLevel, KpiSnapshot};
 use crate::plugins::off_thread as blocking;
@@ -108,6 +109,26 @@ fn level_name(level: AlarmLevel) -> &'static str {
     }
 }
 
+/// Saves a raised alarm and records its notice, in one transaction.
+async fn save_raised(app: &App, user_id: &str, row: &AlarmRow) -> sqlx::Result<()> {
+    let mut tx = app.db.pool.begin().await?;
+    trading::insert_alarm(&mut *tx, user_id, row).await?;
+    let notice = AlarmNotice {
+        alarm_id: &row.id,
+        alarm_type: &row.alarm_type,
+        level: &row.level,
+        message: &row.message,
+        current_value: row.current_value,
+        threshold_value: row.threshold_value,
+        recommended_action: &row.recommended_action,
+        timestamp: iso8601(row.raised_at),
+    };
+    notices::record(&mut *tx, Some(user_id), Kind::Alarm, &notice, row.raised_at).await?;
+    tx.commit().await?;
+    app.notifier.wake();
+    Ok(())
+}
+
 pub fn publish_alarm(app: &App, user_id: &str, alarm: &AlarmRow, now: i64) {
     app.events.publish(
         user_id,
@@ -198,7 +219,7 @@ pub async fn evaluate_alarms(app: &App, trader: &mut Trader, now: i64) -> Result
             raised_at: now,
             cleared_at: None,
         };
-        trading::insert_alarm(db, &trader.user_id, &row)
+        save_raised(app, &trader.user_id, &row)
             .await
             .map_err(|err| err.to_string())?;
         publish_alarm(app, &trader.user_id, &row, now);
@@ -271,7 +292,7 @@ pub async fn raise(
         raised_at: now,
         cleared_at: None,
     };
-    trading::insert_alarm(&app.db.pool, &trader.user_id, &row)
+    save_raised(app, &trader.user_id, &row)
         .await
         .map_err(|err| err.to_string())?;
     publish_alarm(app, &trader.user_id, &row, now);

@@ -11,6 +11,7 @@ use crate::App;
 use crate::auth::sessions::Principal;
 use crate::error::ApiResult;
 use crate::events::Channel;
+use crate::notices::{self, KillSwitchNotice};
 use crate::store::trading;
 use crate::store::{iso8601, now_ms};
 
@@ -204,6 +205,23 @@ pub async fn activate(
         active_positions += trader.positions.len();
     }
     if request.notify_users {
+        // Mail (to every user whose settings allow it) and webhooks: recorded before the
+        // answer, so the notice survives a crash right after it.
+        let notice = KillSwitchNotice {
+            reason: &reason,
+            positions_closed: request.close_all_positions,
+            timestamp: iso8601(now),
+        };
+        match notices::record(&app.db.pool, None, notices::Kind::KillSwitch, &notice, now).await {
+            Ok(()) => app.notifier.wake(),
+            Err(err) => {
+                tracing::error!(error = %err, "recording the kill switch notice failed");
+                failures.push(UserFailure {
+                    user_id: String::new(),
+                    error: format!("notifying users: {err}"),
+                });
+            }
+        }
         #[derive(Serialize)]
         struct Notice<'a> {
             status: &'a str,

@@ -43,12 +43,13 @@ use crate::App;
 use crate::brokers;
 use crate::error::ApiResult;
 use crate::events::Channel;
+use crate::notices;
 use crate::plugins::bindings::broker::Credentials;
 use crate::store::trading;
 use crate::store::{iso8601, now_ms};
 pub use control::*;
 pub use scheduler::run;
-pub use trader::Trader;
+pub use trader::{DAY_MS, Stats, Trader};
 
 const IDLE: i64 = i64::MAX;
 /// Failed scans retried (with doubling delays) before the bot goes to `error`.
@@ -207,7 +208,22 @@ struct StatusEvent<'a> {
     timestamp: String,
 }
 
+/// Announces a bot's status to its owner's sockets, and records the notice for their webhooks
+/// (and mail, when the bot stopped on an error).
 pub(crate) fn publish_status(app: &App, trader: &Trader, message: &str) {
+    let now = now_ms();
+    notices::record_later(
+        app,
+        &trader.user_id,
+        notices::Kind::BotStatus,
+        &notices::BotStatusNotice {
+            status: &trader.bot.status,
+            message,
+            last_error: trader.bot.last_error.as_deref(),
+            timestamp: iso8601(now),
+        },
+        now,
+    );
     app.events.publish(
         &trader.user_id,
         Channel::BotStatus,

@@ -18,12 +18,15 @@ use rust_decimal::Decimal;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::accounting::{self, Fill, LedgerEntry, OpenRequest, Position, Side, float};
+use super::accounting::{
+    self, CompletedTrade, Fill, LedgerEntry, OpenRequest, Position, Side, float,
+};
 use super::instruments;
 use super::order_state::{self, OrderEvent, OrderStatus, Progress, VenueStatus};
 use super::trader::Trader;
 use crate::App;
 use crate::events::Channel;
+use crate::notices::{self, Kind, TradeNotice};
 use crate::plugins::bindings::types::{
     self as wire, BrokerError, OrderKind, OrderReport, OrderRequest, OrderSide as WireSide,
 };
@@ -838,7 +841,37 @@ pub async fn record(
             .await
             .map_err(db_err)?;
     }
+    // What the user is told of is recorded with the books.
+    let at = new_entries.last().map_or(now, |e| e.at_ms);
+    let opened_position = opened.as_ref().and_then(|id| touched.get(id));
+    if let Some(position) = opened_position {
+        let notice = opened_notice(position, at);
+        notices::record(
+            &mut *tx,
+            Some(&trader.user_id),
+            Kind::TradeOpened,
+            &notice,
+            now,
+        )
+        .await
+        .map_err(db_err)?;
+    }
+    if let Some(trade) = &trade {
+        let notice = closed_notice(trade);
+        notices::record(
+            &mut *tx,
+            Some(&trader.user_id),
+            Kind::TradeClosed,
+            &notice,
+            now,
+        )
+        .await
+        .map_err(db_err)?;
+    }
     tx.commit().await.map_err(db_err)?;
+    if opened_position.is_some() || trade.is_some() {
+        app.notifier.wake();
+    }
 
     // The books committed: the trader and the stream follow.
     trader.account = account;
@@ -855,7 +888,6 @@ pub async fn record(
         trader.live.retain(|o| o.id != order.id);
     }
     let events = &app.events;
-    let at = new_entries.last().map_or(now, |e| e.at_ms);
     for (id, position) in touched {
         if opened.as_deref() == Some(id.as_str()) {
             trader.stats.opens_today += 1;
@@ -921,6 +953,50 @@ pub async fn record(
         tracing::debug!(user_id = %trader.user_id, order = %order.client_order_id, from = status.as_str(), to = next.as_str(), "order moved");
     }
     Ok(next)
+}
+
+/// The notice of a position opened. Money is decimal text, exactly as booked.
+pub(crate) fn opened_notice(position: &Position, at: i64) -> TradeNotice<'_> {
+    TradeNotice {
+        action: "opened",
+        trade_id: &position.id,
+        position_id: &position.id,
+        symbol: &position.symbol,
+        side: position.side.as_str(),
+        strategy: &position.strategy,
+        broker: &position.broker,
+        quantity: position.quantity,
+        entry_price: position.entry_price,
+        exit_price: None,
+        size_usd: position.cost_basis(),
+        fees: position.entry_fees,
+        realized_pnl: None,
+        pnl_pct: None,
+        exit_reason: None,
+        timestamp: iso8601(at),
+    }
+}
+
+/// The notice of a completed trade.
+pub(crate) fn closed_notice(trade: &CompletedTrade) -> TradeNotice<'_> {
+    TradeNotice {
+        action: "closed",
+        trade_id: &trade.id,
+        position_id: &trade.position_id,
+        symbol: &trade.symbol,
+        side: trade.side.as_str(),
+        strategy: &trade.strategy,
+        broker: &trade.broker,
+        quantity: trade.quantity,
+        entry_price: trade.entry_price,
+        exit_price: Some(trade.exit_price),
+        size_usd: trade.size_usd,
+        fees: trade.fees,
+        realized_pnl: Some(trade.net_pnl),
+        pnl_pct: Some(trade.pnl_pct),
+        exit_reason: Some(&trade.exit_reason),
+        timestamp: iso8601(trade.closed_at_ms),
+    }
 }
 
 #[cfg(test)]

@@ -798,10 +798,20 @@ async fn write_off(
     trading::insert_trade(&mut *tx, &trader.user_id, &trade)
         .await
         .map_err(db_err)?;
+    crate::notices::record(
+        &mut *tx,
+        Some(&trader.user_id),
+        crate::notices::Kind::TradeClosed,
+        &super::orders::closed_notice(&trade),
+        now,
+    )
+    .await
+    .map_err(db_err)?;
     trading::update_account(&mut *tx, &trader.user_id, &account, now)
         .await
         .map_err(db_err)?;
     tx.commit().await.map_err(db_err)?;
+    app.notifier.wake();
     trader.account = account;
     trader.stats.record(&trade);
     if position.quantity.is_zero() {

@@ -133,6 +133,33 @@ impl Resolver for CheckedResolver {
     }
 }
 
+/// An HTTP agent that dials only what `egress` allows (checked on the resolved addresses it
+/// connects to), follows no redirect and reports every status as a response.
+pub fn checked_agent(egress: Egress, max_idle_connections: usize) -> ureq::Agent {
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .max_idle_connections(max_idle_connections)
+        .max_idle_connections_per_host(8)
+        .build();
+    ureq::Agent::with_parts(
+        config,
+        DefaultConnector::default(),
+        CheckedResolver {
+            inner: DefaultResolver::default(),
+            egress,
+        },
+    )
+}
+
+/// Whether an agent error is a destination [`checked_agent`] refused, and why.
+pub fn refusal(err: &ureq::Error) -> Option<String> {
+    match err {
+        ureq::Error::Other(inner) if inner.is::<Refused>() => Some(inner.to_string()),
+        _ => None,
+    }
+}
+
 /// The outgoing HTTP client of a runtime: one connection pool for every plugin call, so a venue's
 /// TLS connection is reused from one order to the next.
 #[derive(Debug, Clone)]
@@ -143,21 +170,10 @@ pub struct Client {
 
 impl Client {
     pub fn new(egress: Egress) -> Client {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .max_idle_connections(64)
-            .max_idle_connections_per_host(8)
-            .build();
-        let agent = ureq::Agent::with_parts(
-            config,
-            DefaultConnector::default(),
-            CheckedResolver {
-                inner: DefaultResolver::default(),
-                egress,
-            },
-        );
-        Client { agent, egress }
+        Client {
+            agent: checked_agent(egress, 64),
+            egress,
+        }
     }
 
     pub fn egress(&self) -> Egress {

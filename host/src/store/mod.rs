@@ -15,6 +15,7 @@ pub mod audit;
 pub mod billing;
 pub mod brokers;
 pub mod ledger;
+pub mod notifications;
 pub mod orders;
 pub mod outbox;
 pub mod performance;

@@ -40,6 +40,31 @@ pub async fn insert<'e>(
     Ok(id)
 }
 
+/// Queues a mail under a given id, once: a second call with the same id does nothing (a
+/// notification dispatched again after a crash, or by a second instance, is one mail).
+pub async fn insert_once<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    id: &str,
+    to_address: &str,
+    subject: &str,
+    body: &str,
+    kind: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO mail_outbox (id, to_address, subject, body, kind, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(id)
+    .bind(to_address)
+    .bind(subject)
+    .bind(body)
+    .bind(kind)
+    .bind(now_ms())
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
 pub async fn pending(db: &Db, limit: i64) -> sqlx::Result<Vec<MailRow>> {
     sqlx::query_as(sql!(
         "SELECT {COLUMNS} FROM mail_outbox WHERE status = 'pending' ORDER BY created_at LIMIT $1"

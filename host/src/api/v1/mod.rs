@@ -5,6 +5,7 @@ pub mod admin;
 pub mod analytics;
 pub mod auth;
 pub mod config;
+pub mod notifications;
 pub mod plugins;
 pub mod subscription;
 pub mod trading;
@@ -21,6 +22,7 @@ pub fn routes() -> Vec<Route> {
         account::routes(),
         analytics::routes(),
         config::routes(),
+        notifications::routes(),
         subscription::routes(),
         webhooks::routes(),
     ]
