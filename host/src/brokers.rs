@@ -275,7 +275,7 @@ async fn connect(
         last_connected_at: Some(now),
         created_at: now,
     };
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     if let Some(old) = &replaced {
         rows::delete(&mut *tx, &user.user_id, &old.id).await?;
     }
@@ -324,7 +324,7 @@ pub async fn remove(
     }
     let open_positions =
         store::trading::count_open_positions(&app.db.pool, &user.user_id, Some(&row.name)).await?;
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     rows::delete(&mut *tx, &user.user_id, broker_id).await?;
     audit::record(
         &mut *tx,

@@ -30,10 +30,8 @@ pub async fn create_key(app: &App, user: &Principal, meta: &ClientMeta) -> ApiRe
     rand::rng().fill_bytes(&mut bytes);
     let key = format!("whk_{}", hex::encode(bytes));
     let now = now_ms();
-    // Read before the transaction: on SQLite a transaction that reads and then writes fails at
-    // once ("database is locked") when a running bot commits in between.
     let rotated = webhook_keys::exists(&app.db.pool, &user.user_id).await?;
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     webhook_keys::put(&mut *tx, &user.user_id, &sha256_hex(key.as_bytes()), now).await?;
     audit::record(
         &mut *tx,

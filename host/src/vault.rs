@@ -101,7 +101,7 @@ pub async fn rotate_key(
     let new = Vault::new(&new_key);
     let db = crate::store::Db::connect(&config.database_url).await?;
     db.migrate().await?;
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     let rows = crate::store::brokers::all_sealed(&mut *tx).await?;
     for row in &rows {
         let reseal = |sealed: &str| -> anyhow::Result<String> {

@@ -94,8 +94,7 @@ pub async fn wait_position(server: &Server, token: &str, id: &str) {
     }
 }
 
-/// The user's signal key. Made before the bot starts: on SQLite, the key's transaction can meet
-/// a running bot's writes and fail with "database is locked" (a platform issue).
+/// The user's signal key.
 pub async fn webhook_key(server: &Server, token: &str) -> String {
     server
         .post("/api/v1/config/webhook-key", Some(token), json!({}))

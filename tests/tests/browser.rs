@@ -94,8 +94,6 @@ async fn trades_page_shows_what_the_api_returns() {
     let server = Server::start_trading().await;
     let address = email("trades-page");
     let (_, token) = server.user(&address).await;
-    // The key is made before the bot runs: creating it while the bot writes can fail with
-    // "database is locked" on SQLite (its transaction reads before it writes).
     let key = server
         .post("/api/v1/config/webhook-key", Some(&token), json!({}))
         .await

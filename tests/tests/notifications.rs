@@ -444,3 +444,60 @@ async fn a_daily_summary_is_made_once_per_day_even_across_restarts() {
         1
     );
 }
+
+/// Writes that read first (count the webhooks, then add one) beside running bots: on SQLite a
+/// transaction that reads and then writes used to fail at once with "database is locked" when a
+/// bot committed in between.
+#[tokio::test]
+async fn webhooks_are_added_beside_running_bots_without_a_locked_database() {
+    let server = Server::options()
+        .env("TRADEHOST_NOTIFY_ALLOW_PRIVATE_NETWORK", "true")
+        .env("TRADEHOST_SCAN_INTERVAL", "0.05")
+        .env("TRADEHOST_API_RATE_MULTIPLIER", "100")
+        .start()
+        .await;
+    let mut tokens = Vec::new();
+    for name in ["busy-a", "busy-b", "busy-c"] {
+        let (_, token) = server.user(&email(name)).await;
+        server.start_paper_bot(&token).await;
+        tokens.push(token);
+    }
+    let receiver = Receiver::start(&[]).await;
+    let adds = tokens.iter().flat_map(|token| {
+        let (server, url) = (&server, receiver.url.as_str());
+        (0..MAX_WEBHOOKS).map(move |_| async move {
+            let reply = server
+                .post(
+                    "/api/v1/config/notifications/webhooks",
+                    Some(token),
+                    json!({"url": url, "events": ["bot_status"]}),
+                )
+                .await;
+            (reply.status.as_u16(), reply.text)
+        })
+    });
+    let answers = futures_util::future::join_all(adds).await;
+    for (status, text) in &answers {
+        assert_eq!(*status, 201, "{text}");
+    }
+    for token in &tokens {
+        let list = server
+            .get("/api/v1/config/notifications/webhooks", Some(token))
+            .await;
+        assert_eq!(
+            list.data()["webhooks"].as_array().unwrap().len(),
+            MAX_WEBHOOKS
+        );
+        // One more is refused: at most ten.
+        server
+            .post(
+                "/api/v1/config/notifications/webhooks",
+                Some(token),
+                json!({"url": receiver.url}),
+            )
+            .await
+            .expect_error(400, "INVALID_REQUEST");
+    }
+}
+
+const MAX_WEBHOOKS: usize = 10;

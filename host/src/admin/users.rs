@@ -196,7 +196,7 @@ pub async fn update(
         ));
     }
     let now = now_ms();
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     users::update_by_admin(
         &mut *tx,
         user_id,

@@ -166,7 +166,7 @@ pub async fn register(app: &App, req: RegisterRequest, meta: &ClientMeta) -> Api
         trial_ends_at: Some(now + TRIAL_DAYS * 86_400_000),
         created_at: now,
     };
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     if !users::insert(&mut *tx, &new_user).await? {
         return Err(ApiError::code(ErrorCode::EmailAlreadyExists));
     }
@@ -270,7 +270,7 @@ pub async fn login(
     let session_id = new_id();
     let refresh_token = tokens::generate();
     let expires_at = now_ms() + app.config.refresh_token_ttl.as_millis() as i64;
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     sessions::insert(
         &mut *tx,
         &sessions::NewSession {
@@ -352,7 +352,7 @@ pub async fn refresh(
 
     let next_token = tokens::generate();
     let expires_at = now + app.config.refresh_token_ttl.as_millis() as i64;
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     if !sessions::consume_refresh_token(&mut *tx, &token_hash, now).await? {
         // Another request spent it between our read and now: the same token was used twice.
         tx.rollback().await?;
@@ -383,7 +383,7 @@ async fn refresh_reuse(
     user_id: &str,
     meta: &ClientMeta,
 ) -> ApiResult<ApiError> {
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     sessions::revoke(&mut *tx, session_id, "refresh_token_reuse").await?;
     audit::record(
         &mut *tx,
@@ -411,7 +411,7 @@ pub async fn logout(
     revoke_all: bool,
     meta: &ClientMeta,
 ) -> ApiResult<String> {
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     let revoked = if revoke_all {
         sessions::revoke_all(&mut *tx, &principal.user_id, "logout_all")
             .await?
@@ -468,7 +468,7 @@ pub async fn request_password_reset(
          or open {link}\n\nIf it was not you, ignore this mail; your password stays as it is.\n",
         user.full_name
     );
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     reset_tokens::insert(
         &mut *tx,
         &tokens::hash(&token),
@@ -525,7 +525,7 @@ pub async fn confirm_password_reset(
         .ok_or_else(|| ApiError::code(ErrorCode::TokenInvalid))?;
     check_strength(new_password, &user.email)?;
     let password_hash = app.passwords.hash(new_password).await?;
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     if reset_tokens::consume(&mut *tx, &token_hash, now)
         .await?
         .is_none()
@@ -579,7 +579,7 @@ pub async fn change_password(
     }
     check_strength(new_password, &user.email)?;
     let password_hash = app.passwords.hash(new_password).await?;
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     users::set_password(&mut *tx, &user.id, &password_hash).await?;
     // Other sessions may belong to whoever knew the old password: they end; this one stays.
     let revoked =
@@ -631,7 +631,7 @@ pub async fn create_admin(db: &Db, email: &str, password: &str) -> anyhow::Resul
     let id = new_id();
     let now = now_ms();
     let name = email.split('@').next().unwrap_or("admin").to_string();
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     let user = NewUser {
         id: &id,
         email: &email,
@@ -669,7 +669,7 @@ async fn promote_row(db: &Db, user: &UserRow) -> anyhow::Result<AdminOutcome> {
     if user.role == "admin" {
         return Ok(AdminOutcome::AlreadyAdmin(user.id.clone()));
     }
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     users::set_role(&mut *tx, &user.id, "admin").await?;
     audit::record(
         &mut *tx,

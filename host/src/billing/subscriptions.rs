@@ -416,7 +416,7 @@ pub async fn upgrade(
         cancel_reason: None,
         created_at: now,
     };
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     // Whoever settles the payment applies the upgrade; a concurrent twin finds it settled.
     if rows::settle(&mut *tx, &payment.id, &reference, now_ms()).await? {
         rows::put(&mut *tx, &row, now).await?;
@@ -549,7 +549,7 @@ pub async fn cancel(
         s.cancel_at_period_end = 1;
         s.current_period_end
     };
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     rows::put(&mut *tx, &s, now).await?;
     if let Some((payment_id, reference)) = &refunded {
         rows::settle(&mut *tx, payment_id, reference, now).await?;
@@ -683,14 +683,14 @@ async fn renew(app: &App, s: &SubscriptionRow, now: i64) -> ApiResult<Option<boo
     let reference = match charged {
         Ok(reference) => reference,
         Err(err) => {
-            let mut tx = db.begin().await?;
+            let mut tx = app.db.begin().await?;
             rows::fail(&mut *tx, &payment.id, &err.message, now).await?;
             rows::set_status(&mut *tx, &s.id, "past_due", now).await?;
             tx.commit().await?;
             return Err(err);
         }
     };
-    let mut tx = db.begin().await?;
+    let mut tx = app.db.begin().await?;
     let settled = rows::settle(&mut *tx, &payment.id, &reference, now).await?;
     let advanced = settled
         && rows::advance_period(
@@ -724,7 +724,7 @@ async fn renew(app: &App, s: &SubscriptionRow, now: i64) -> ApiResult<Option<boo
 
 /// Ends a subscription at the end of its period and returns its user to free.
 async fn end(app: &App, s: &SubscriptionRow, reason: Option<&str>, now: i64) -> ApiResult<bool> {
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     if !rows::end(&mut *tx, &s.id, s.current_period_end, reason, now).await? {
         return Ok(false);
     }

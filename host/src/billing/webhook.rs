@@ -105,7 +105,7 @@ pub async fn receive(app: &App, signature: Option<&str>, body: &[u8]) -> ApiResu
     let object = &event["data"]["object"];
     let user_id = user_of(app, object).await?;
     let now = now_ms();
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     let subscription = match &user_id {
         Some(user_id) => rows::subscription(&mut *tx, user_id).await?,
         None => None,

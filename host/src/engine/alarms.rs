@@ -111,7 +111,7 @@ fn level_name(level: AlarmLevel) -> &'static str {
 
 /// Saves a raised alarm and records its notice, in one transaction.
 async fn save_raised(app: &App, user_id: &str, row: &AlarmRow) -> sqlx::Result<()> {
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     trading::insert_alarm(&mut *tx, user_id, row).await?;
     let notice = AlarmNotice {
         alarm_id: &row.id,

@@ -118,7 +118,7 @@ pub async fn activate(
         activated_by: Some(admin.user_id.clone()),
         activated_at: Some(iso8601(now)),
     };
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     trading::set_flag(
         &mut *tx,
         FLAG,
@@ -277,7 +277,7 @@ pub async fn deactivate(
     admin: &Principal,
     meta: &crate::auth::ClientMeta,
 ) -> ApiResult<KillSwitchState> {
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     let was_active = trading::clear_flag(&mut *tx, FLAG).await?;
     crate::store::audit::record(
         &mut *tx,

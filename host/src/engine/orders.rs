@@ -546,7 +546,6 @@ pub async fn record(
     observation: Observation,
 ) -> Result<OrderStatus, String> {
     let now = now_ms();
-    let db = &app.db.pool;
     let db_err = |err: sqlx::Error| {
         tracing::error!(error = %err, order = %order.client_order_id, "database error while booking");
         "database error while booking the order".to_string()
@@ -588,7 +587,7 @@ pub async fn record(
         .position_id
         .clone()
         .unwrap_or_else(|| order.id.clone());
-    let mut tx = db.begin().await.map_err(db_err)?;
+    let mut tx = app.db.begin().await.map_err(db_err)?;
     for NewFill { trade_id, fill } in fills {
         let fill_row = FillRow {
             id: new_id(),

@@ -425,7 +425,7 @@ pub async fn flag(
         .map(|d| d.detail.clone())
         .collect::<Vec<_>>()
         .join("; ");
-    let mut tx = db.begin().await.map_err(|e| e.to_string())?;
+    let mut tx = app.db.begin().await.map_err(|e| e.to_string())?;
     for discrepancy in &fresh {
         rows::insert(&mut *tx, discrepancy)
             .await
@@ -782,7 +782,7 @@ async fn write_off(
     )
     .ok_or("nothing to write off")?;
     let db_err = |e: sqlx::Error| e.to_string();
-    let mut tx = app.db.pool.begin().await.map_err(db_err)?;
+    let mut tx = app.db.begin().await.map_err(db_err)?;
     trading::update_position(&mut *tx, &position, now)
         .await
         .map_err(db_err)?;

@@ -101,7 +101,7 @@ async fn write_batch(app: &App, snapshots: &[Snapshot], bots: &[BotRow]) -> sqlx
         return Ok(());
     }
     let now = now_ms();
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     for snapshot in snapshots {
         trading::insert_snapshot(&mut *tx, snapshot).await?;
     }

@@ -83,7 +83,7 @@ pub(super) fn wants_delivery(webhook: &WebhookRow, kind: Kind, payload: &Value) 
 /// One event: its mail and deliveries queued, and it marked dispatched, in one transaction.
 async fn dispatch(app: &App, event: &EventRow) -> anyhow::Result<(usize, usize)> {
     let now = now_ms();
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     // Another instance took it first: it queues the same, once.
     if !notifications::mark_dispatched(&mut *tx, &event.id, now).await? {
         return Ok((0, 0));

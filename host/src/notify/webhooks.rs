@@ -296,7 +296,7 @@ pub async fn add(app: &App, user: &Principal, request: NewWebhook) -> ApiResult<
         created_at: now,
     };
     let secret = new_secret();
-    let mut tx = app.db.pool.begin().await?;
+    let mut tx = app.db.begin().await?;
     if notifications::count_webhooks(&mut *tx, &user.user_id).await? >= MAX_WEBHOOKS {
         return Err(invalid(format!(
             "a user may have at most {MAX_WEBHOOKS} webhooks: remove one first"

@@ -121,6 +121,17 @@ impl Db {
         Ok(())
     }
 
+    /// Begins a transaction. On SQLite it takes the write lock at once (`BEGIN IMMEDIATE`),
+    /// waiting for it up to the busy timeout: a deferred transaction that reads and then writes
+    /// fails with "database is locked" when another writer committed in between, a conflict
+    /// SQLite cannot wait out. PostgreSQL's row locks need no such care.
+    pub async fn begin(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Any>> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.pool.begin().await,
+        }
+    }
+
     pub async fn ping(&self) -> Result<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())

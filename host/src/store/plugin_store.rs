@@ -29,7 +29,7 @@ pub async fn write(
     changes: &[(String, Option<String>)],
 ) -> sqlx::Result<()> {
     let now = now_ms();
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     for (key, value) in changes {
         match value {
             Some(value) => {
