@@ -155,11 +155,13 @@ def main():
         thread.start()
     start = time.time()
     warm, peak, last = None, 0, 0
+    samples = []
     while time.time() - start < SECONDS:
         time.sleep(5)
         last = rss_kib()
         peak = max(peak, last)
         elapsed = time.time() - start
+        samples.append((elapsed, last))
         if warm is None and elapsed >= WARMUP:
             warm = last
         with counts_lock:
@@ -174,6 +176,14 @@ def main():
     print(f"statuses: {by_status}")
     print(f"rss after warm-up {warm / 1024:.1f} MiB, at the end {last / 1024:.1f} MiB, peak {peak / 1024:.1f} MiB, "
           f"end / warm-up {last / warm:.2f}")
+    # Single samples swing with what is in flight (an export, a few password hashes): the medians
+    # of the two minutes after the warm-up and of the last two minutes say the same less noisily.
+    after = sorted(r for t, r in samples if WARMUP <= t < WARMUP + 120)
+    final = sorted(r for t, r in samples if t >= SECONDS - 120)
+    if after and final:
+        a, f = after[len(after) // 2], final[len(final) // 2]
+        print(f"median rss, two minutes after warm-up {a / 1024:.1f} MiB, last two minutes {f / 1024:.1f} MiB, "
+              f"ratio {f / a:.2f}")
 
 
 main()

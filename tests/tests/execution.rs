@@ -626,6 +626,15 @@ async fn a_signal_acknowledged_before_a_crash_is_acted_on_once_and_its_outcome_i
 #[tokio::test]
 async fn a_difference_with_the_venue_stops_the_bot_until_it_is_resolved() {
     let (mut server, admin) = execution_server(&[]).await;
+    // A strategy that never signals (its slow average needs more candles than a scan reads): the
+    // only difference with the venue is the one made below, whatever the simulated market does.
+    configure(
+        &server,
+        &admin,
+        "ema-cross",
+        json!({"interval": "1h", "fast_period": "2", "slow_period": "500"}),
+    )
+    .await;
     let address = email("drift");
     let (user_id, token) = server.user(&address).await;
     server.connect_paper(&token).await;

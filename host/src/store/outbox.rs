@@ -26,17 +26,7 @@ pub async fn insert<'e>(
     kind: &str,
 ) -> sqlx::Result<String> {
     let id = new_id();
-    sqlx::query(
-        "INSERT INTO mail_outbox (id, to_address, subject, body, kind, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(&id)
-    .bind(to_address)
-    .bind(subject)
-    .bind(body)
-    .bind(kind)
-    .bind(now_ms())
-    .execute(exec)
-    .await?;
+    insert_once(exec, &id, to_address, subject, body, kind).await?;
     Ok(id)
 }
 
