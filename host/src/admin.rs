@@ -12,7 +12,7 @@ use crate::store::iso8601;
 pub const AUDIT_DEFAULT_PER_PAGE: i64 = 100;
 pub const AUDIT_MAX_PER_PAGE: i64 = 500;
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct AuditEntry {
     pub log_id: String,
     pub event_type: String,
@@ -25,7 +25,7 @@ pub struct AuditEntry {
     pub timestamp: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct AuditPage {
     pub logs: Vec<AuditEntry>,
     pub pagination: Pagination,
@@ -70,7 +70,7 @@ pub mod plugins {
     use crate::plugins::{Description, Manifest};
     use crate::store::audit::{self, Actor};
 
-    #[derive(Debug, Deserialize)]
+    #[derive(utoipa::ToSchema, Debug, Deserialize)]
     pub struct UploadRequest {
         pub manifest: Manifest,
         /// The component, base64-encoded.
@@ -79,7 +79,7 @@ pub mod plugins {
         pub activate: bool,
     }
 
-    #[derive(Debug, Serialize)]
+    #[derive(utoipa::ToSchema, Debug, Serialize)]
     pub struct PluginDetail {
         #[serde(flatten)]
         pub summary: PluginSummary,

@@ -17,7 +17,7 @@ use crate::store::trading;
 
 const DAY_MS: i64 = 86_400_000;
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct PeriodFigures {
     pub pnl: f64,
     pub pnl_pct: f64,
@@ -26,14 +26,14 @@ pub struct PeriodFigures {
     pub win_rate: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct TopPerformer {
     pub symbol: String,
     pub pnl: f64,
     pub pnl_pct: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Dashboard {
     pub today: PeriodFigures,
     pub week: PeriodFigures,
@@ -161,28 +161,28 @@ impl GroupBy {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Outcomes {
     pub wins: usize,
     pub losses: usize,
     pub win_rate: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct SymbolRow {
     pub symbol: String,
     pub trades: usize,
     pub pnl: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct HourRow {
     pub hour: u32,
     pub trades: usize,
     pub avg_pnl: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct TradeRef {
     pub trade_id: String,
     pub symbol: String,
@@ -190,7 +190,7 @@ pub struct TradeRef {
     pub pnl_pct: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct GroupRow {
     pub period: String,
     pub trades: usize,
@@ -198,7 +198,7 @@ pub struct GroupRow {
     pub win_rate: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct TradeAnalytics {
     pub period: &'static str,
     pub total_trades: usize,

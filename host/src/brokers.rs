@@ -25,8 +25,9 @@ use crate::vault;
 /// Broker names the platform knows; whether one works depends on an installed broker plugin.
 pub const KNOWN_BROKERS: [&str; 6] = ["paper", "coinbase", "kraken", "binance", "okx", "alpaca"];
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[schema(as = NewBrokerConnection)]
 pub struct NewConnection {
     pub broker: String,
     pub api_key: String,
@@ -35,7 +36,7 @@ pub struct NewConnection {
     pub additional_params: BTreeMap<String, serde_json::Value>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Connection {
     pub broker_id: String,
     pub name: String,
@@ -47,26 +48,30 @@ pub struct Connection {
     pub created_at: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = BrokerConnections)]
 pub struct Connections {
     pub brokers: Vec<Connection>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = BrokerAdded)]
 pub struct Added {
     pub broker_id: String,
     pub message: String,
     pub status: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = BrokerRemoved)]
 pub struct Removed {
     pub message: String,
     pub open_positions: i64,
     pub warning: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = BrokerTestResult)]
 pub struct TestResult {
     pub status: String,
     pub latency_ms: u64,

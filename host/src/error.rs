@@ -36,6 +36,12 @@ macro_rules! error_codes {
     };
 }
 
+impl serde::Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 error_codes! {
     InvalidCredentials = "INVALID_CREDENTIALS", 401, "Wrong e-mail or password";
     TokenExpired = "TOKEN_EXPIRED", 401, "The token has expired";

@@ -23,7 +23,7 @@ const DATA_TYPES: [&str; 5] = ["trades", "positions", "ledger", "daily_pnl", "eq
 /// At most this many rows go into one export.
 const MAX_ROWS: i64 = 100_000;
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExportRequest {
     #[serde(default = "csv")]
@@ -48,7 +48,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Exported {
     pub export_id: String,
     pub download_url: String,

@@ -96,6 +96,20 @@ impl Record {
     }
 }
 
+/// A row is an object of its table's columns (docs/companion.md lists them): exact figures as
+/// numbers, text as strings, absent values as null.
+impl utoipa::PartialSchema for Record {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .additional_properties(Some(AdditionalProperties::FreeForm(true)))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Record {}
+
 impl Serialize for Record {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let map: Map<String, Value> = self
@@ -219,7 +233,7 @@ fn timestamp() -> String {
     iso8601(now_ms())
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct OpenPositions {
     pub positions: Vec<Record>,
     pub count: usize,
@@ -262,7 +276,7 @@ pub fn page(limit: Option<i64>, offset: Option<i64>) -> ApiResult<(i64, i64)> {
     Ok((limit, offset))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Statistics {
     pub total_trades: u64,
     pub total_pnl: f64,
@@ -312,7 +326,7 @@ async fn statistics_of(app: &App, owner: &Owner) -> ApiResult<Statistics> {
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct TradeHistory {
     pub trades: Vec<Record>,
     pub count: usize,
@@ -340,7 +354,7 @@ pub async fn history(
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Ledger {
     pub transactions: Vec<Record>,
     pub count: usize,
@@ -365,7 +379,7 @@ pub async fn ledger(
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct StatisticsAnswer {
     pub statistics: Statistics,
     pub user_id: String,

@@ -53,7 +53,7 @@ const ADVANCED: [&str; 4] = [
     "execution_intelligence",
 ];
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, PartialEq, Serialize)]
 pub struct TradingSettings {
     pub risk_level: String,
     pub max_position_size_usd: f64,
@@ -63,7 +63,7 @@ pub struct TradingSettings {
     pub paper_trading: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, PartialEq, Serialize)]
 pub struct Settings {
     pub trading: TradingSettings,
     pub notifications: BTreeMap<String, bool>,
@@ -71,7 +71,8 @@ pub struct Settings {
     pub risk_thresholds: BTreeMap<String, f64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = SettingsUpdated)]
 pub struct Updated {
     pub message: String,
     pub updated_fields: Vec<String>,

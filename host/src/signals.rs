@@ -18,7 +18,7 @@ use crate::store::audit::{self, Actor};
 use crate::store::signals::SignalRow;
 use crate::store::{iso8601, now_ms, webhook_keys};
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct WebhookKey {
     pub webhook_key: String,
     pub created_at: String,
@@ -56,7 +56,7 @@ pub async fn create_key(app: &App, user: &Principal, meta: &ClientMeta) -> ApiRe
 }
 
 /// A signal as alerting tools send it. Unknown fields are ignored: such tools add their own.
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 pub struct SignalRequest {
     pub api_key: String,
     pub symbol: String,
@@ -132,7 +132,8 @@ fn limit_price_of(request: &SignalRequest, kind: SignalKind) -> ApiResult<Option
 /// The largest entry a signal may ask for, in account currency (the settings cap it further).
 const MAX_SIZE_USD: f64 = 1e9;
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = SignalReceived)]
 pub struct Received {
     pub received: bool,
     pub trade_id: String,

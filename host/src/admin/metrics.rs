@@ -14,7 +14,7 @@ use crate::store::now_ms;
 
 const DAY_MS: i64 = 86_400_000;
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct UserFigures {
     pub total: i64,
     pub active_today: i64,
@@ -24,7 +24,7 @@ pub struct UserFigures {
     pub enterprise: i64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct TradingFigures {
     pub bots_running: i64,
     pub total_positions: i64,
@@ -33,7 +33,7 @@ pub struct TradingFigures {
     pub bot_scans_total: u64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct SystemFigures {
     pub api_requests_per_second: f64,
     pub avg_response_time_ms: f64,
@@ -44,14 +44,15 @@ pub struct SystemFigures {
     pub websocket_users: usize,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct RevenueFigures {
     pub mrr: f64,
     pub arr: f64,
     pub churn_rate: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = AdminMetrics)]
 pub struct Metrics {
     pub users: UserFigures,
     pub trading: TradingFigures,

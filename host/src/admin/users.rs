@@ -21,7 +21,7 @@ pub const USERS_DEFAULT_PER_PAGE: i64 = 50;
 pub const USERS_MAX_PER_PAGE: i64 = 100;
 const STATUSES: [&str; 3] = ["active", "suspended", "disabled"];
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct UserListItem {
     pub user_id: String,
     pub email: String,
@@ -34,7 +34,7 @@ pub struct UserListItem {
     pub last_active: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct UserList {
     pub users: Vec<UserListItem>,
     pub pagination: Pagination,
@@ -91,7 +91,7 @@ pub async fn list(app: &App, filter: &UserFilter, page: Page) -> ApiResult<UserL
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct UserDetail {
     pub user: serde_json::Value,
 }
@@ -135,7 +135,7 @@ pub async fn detail(app: &App, user_id: &str) -> ApiResult<UserDetail> {
     })
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UserUpdate {
     pub subscription_tier: Option<String>,
@@ -143,7 +143,8 @@ pub struct UserUpdate {
     pub notes: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = UserUpdated)]
 pub struct Updated {
     pub message: String,
     pub sessions_revoked: usize,

@@ -1,15 +1,12 @@
 //! Interactive API docs, served entirely by tradehost (nothing is fetched from the internet):
 //! `GET /api/docs` is Swagger UI (vendored in `host/assets/swagger-ui/`, see its README) on the
-//! OpenAPI 3.1 document `host/assets/openapi.json`, served at `GET /api/openapi.json` and, for
+//! generated OpenAPI 3.1 document (`api::openapi`), served at `GET /api/openapi.json` and, for
 //! FastAPI-style clients, `GET /openapi.json`. Every file is embedded in the binary.
 
-use std::sync::LazyLock;
-
 use rocket::http::{ContentType, Header};
-use rocket::{Responder, Route, get, routes};
+use rocket::{Responder, get};
 
-/// The OpenAPI document as committed (`info.version` is replaced by the crate's at runtime).
-pub const OPENAPI: &str = include_str!("../../assets/openapi.json");
+use crate::api::openapi::{self, prelude::*};
 
 const PAGE: &str = include_str!("../../assets/api-docs.html");
 
@@ -21,29 +18,12 @@ const PAGE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 
 
 const ASSET_CACHE: &str = "public, max-age=86400";
 
-pub fn routes() -> Vec<Route> {
-    routes![page, asset, openapi, openapi_root]
-}
-
-/// The document with `info.version` set to this build's version. The text is patched rather than
-/// re-serialised, so that paths, operations and properties keep the order they are written in.
-fn document() -> &'static str {
-    static DOCUMENT: LazyLock<String> =
-        LazyLock::new(|| with_version(OPENAPI, crate::VERSION).unwrap_or_else(|| OPENAPI.into()));
-    &DOCUMENT
-}
-
-/// `doc` with the value of the first `"version"` inside `"info"` replaced.
-fn with_version(doc: &str, version: &str) -> Option<String> {
-    const KEY: &str = "\"version\": \"";
-    if version.contains(['"', '\\']) {
-        return None;
-    }
-    let info = doc.find("\"info\": {")?;
-    let start = info + doc[info..].find(KEY)? + KEY.len();
-    let end = start + doc[start..].find('"')?;
-    Some(format!("{}{version}{}", &doc[..start], &doc[end..]))
-}
+crate::api::handlers![
+    page,
+    document,
+    document_root;
+    asset
+];
 
 #[derive(Responder)]
 struct Page {
@@ -65,6 +45,17 @@ fn nosniff() -> Header<'static> {
     Header::new("X-Content-Type-Options", "nosniff")
 }
 
+#[utoipa::path(
+    tag = "docs",
+    operation_id = "docsPage",
+    summary = "Interactive API docs",
+    description = "This page: Swagger UI for the whole API, served by tradehost with no internet access needed. Use **Authorize** with an access token from a sign-in route to try authenticated routes.",
+    responses(
+        (status = 200, description = "The HTML page.", body = String, content_type = "text/html"),
+        (status = 429, response = Detail429RateLimitExceeded),
+        (status = 500, response = Detail500InternalError)
+    ),
+)]
 #[get("/api/docs")]
 fn page() -> Page {
     Page {
@@ -105,15 +96,37 @@ fn asset(name: &str) -> Option<Asset> {
     })
 }
 
+#[utoipa::path(
+    tag = "docs",
+    operation_id = "openapiDocument",
+    summary = "OpenAPI document",
+    description = "The OpenAPI 3.1 description of every route, as used by /api/docs.",
+    responses(
+        (status = 200, description = "This OpenAPI 3.1 document.", body = Object),
+        (status = 429, response = Detail429RateLimitExceeded),
+        (status = 500, response = Detail500InternalError)
+    ),
+)]
 #[get("/api/openapi.json")]
-fn openapi() -> (ContentType, &'static str) {
-    (ContentType::JSON, document())
+fn document() -> (ContentType, &'static str) {
+    (ContentType::JSON, openapi::json())
 }
 
 /// The same document where FastAPI serves it.
+#[utoipa::path(
+    tag = "docs",
+    operation_id = "openapiDocumentRoot",
+    summary = "OpenAPI document (root path)",
+    description = "The same document at the path FastAPI clients look for.",
+    responses(
+        (status = 200, description = "This OpenAPI 3.1 document.", body = Object),
+        (status = 429, response = Detail429RateLimitExceeded),
+        (status = 500, response = Detail500InternalError)
+    ),
+)]
 #[get("/openapi.json")]
-fn openapi_root() -> (ContentType, &'static str) {
-    (ContentType::JSON, document())
+fn document_root() -> (ContentType, &'static str) {
+    (ContentType::JSON, openapi::json())
 }
 
 #[cfg(test)]
@@ -139,7 +152,7 @@ mod tests {
     ];
 
     fn spec() -> Value {
-        serde_json::from_str(OPENAPI).expect("host/assets/openapi.json is JSON")
+        serde_json::from_str(openapi::json()).expect("the document is JSON")
     }
 
     /// Every operation: (METHOD, path, operation).
@@ -203,25 +216,7 @@ mod tests {
         let version = doc["openapi"].as_str().expect("openapi is a string");
         assert!(version.starts_with("3.1."), "openapi is {version}");
         assert_eq!(doc["info"]["title"], "tradehost API");
-        assert!(doc["info"]["version"].is_string());
-        // The served document carries this build's version and is otherwise the file.
-        let mut served: Value = serde_json::from_str(document()).unwrap();
-        assert_eq!(served["info"]["version"], crate::VERSION);
-        served["info"]["version"] = doc["info"]["version"].clone();
-        assert_eq!(served, doc);
-    }
-
-    #[test]
-    fn version_patch_keeps_the_rest() {
-        let doc = r#"{"openapi": "3.1.0", "info": {"title": "t", "version": "0.0.1"}, "x": {"version": "7"}}"#;
-        assert_eq!(
-            with_version(doc, "1.2.3").unwrap(),
-            r#"{"openapi": "3.1.0", "info": {"title": "t", "version": "1.2.3"}, "x": {"version": "7"}}"#
-        );
-        assert_eq!(with_version(doc, "1\"2"), None);
-        assert_eq!(with_version("{}", "1.2.3"), None);
-        // The served document keeps the file's order: `openapi` first, paths as written.
-        assert!(document().starts_with("{\n  \"openapi\": \"3.1."));
+        assert_eq!(doc["info"]["version"], crate::VERSION);
     }
 
     #[test]
@@ -418,7 +413,7 @@ mod tests {
         }
         assert!(
             undocumented.is_empty(),
-            "routes missing from host/assets/openapi.json: {undocumented:#?}"
+            "routes missing from the OpenAPI document: {undocumented:#?}"
         );
 
         let unmounted: Vec<String> = documented

@@ -11,6 +11,7 @@ use rocket::response::{self, Responder, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::ratelimit::OriginalPath;
@@ -95,44 +96,114 @@ fn companion_message(err: &ApiError) -> &str {
     }
 }
 
+/// The platform's error envelope (every error under `/api/v1` and `/ws/v1`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlatformError {
+    /// Always `false`.
+    pub success: bool,
+    pub error: PlatformErrorDetail,
+    /// When the answer was made (UTC, milliseconds).
+    #[schema(format = DateTime, example = "2026-11-22T06:40:00.123Z")]
+    pub timestamp: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlatformErrorDetail {
+    /// Machine-readable error code (its HTTP status is fixed; see docs/api.md).
+    pub code: ErrorCode,
+    /// What went wrong, for a person.
+    pub message: String,
+    /// Structured details: `field` and `reason` for INVALID_REQUEST, `reasons` for
+    /// WEAK_PASSWORD, `limit` for EXCEEDS_TIER_LIMIT, only `request_id` for internal errors.
+    pub details: Value,
+}
+
+/// FastAPI-style error of companion sets A and B and of every path outside `/api`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DetailError {
+    /// What went wrong.
+    #[schema(example = "Invalid or expired token")]
+    pub detail: String,
+    pub code: ErrorCode,
+}
+
+/// Validation error (422) of sets A and B, in FastAPI's list form: a missing or mistyped body
+/// field, a bad e-mail, a short password.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ValidationError {
+    pub detail: Vec<ValidationProblem>,
+    pub code: ErrorCode,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ValidationProblem {
+    #[serde(rename = "type")]
+    #[schema(example = "value_error")]
+    pub kind: String,
+    /// Where: `body` or `query`, then the field.
+    #[schema(example = json!(["body", "email"]))]
+    pub loc: [String; 2],
+    #[schema(example = "value is not a valid email address")]
+    pub msg: String,
+}
+
+/// Error of companion sets C (restart), D (ledger), E (dashboard) and F (KPI).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CompanionError {
+    /// Always `false`.
+    pub success: bool,
+    /// What went wrong.
+    #[schema(example = "No KPI data available")]
+    pub error: String,
+    pub code: ErrorCode,
+}
+
 /// The status and body of an error in a route set's envelope.
 pub fn error_body(flavor: Flavor, err: &ApiError) -> (Status, Value) {
-    match flavor {
+    let (status, body) = match flavor {
         Flavor::Platform => (
             err.code.status(),
-            json!({
-                "success": false,
-                "error": {
-                    "code": err.code.as_str(),
-                    "message": err.message,
-                    "details": err.details,
+            serde_json::to_value(PlatformError {
+                success: false,
+                error: PlatformErrorDetail {
+                    code: err.code,
+                    message: err.message.clone(),
+                    details: Value::Object(err.details.clone()),
                 },
-                "timestamp": timestamp_now(),
+                timestamp: timestamp_now(),
             }),
         ),
         Flavor::Detail => match validation_field(err) {
             // FastAPI's list form, which clients of the original backend and gateway parse.
             Some((location, field)) => (
                 Status::UnprocessableEntity,
-                json!({
-                    "detail": [{
-                        "type": "value_error",
-                        "loc": [location, field],
-                        "msg": err.message,
+                serde_json::to_value(ValidationError {
+                    detail: vec![ValidationProblem {
+                        kind: "value_error".into(),
+                        loc: [location.into(), field.into()],
+                        msg: err.message.clone(),
                     }],
-                    "code": err.code.as_str(),
+                    code: err.code,
                 }),
             ),
             None => (
                 err.code.status(),
-                json!({ "detail": companion_message(err), "code": err.code.as_str() }),
+                serde_json::to_value(DetailError {
+                    detail: companion_message(err).into(),
+                    code: err.code,
+                }),
             ),
         },
         Flavor::Companion => (
             err.code.status(),
-            json!({ "success": false, "error": companion_message(err), "code": err.code.as_str() }),
+            serde_json::to_value(CompanionError {
+                success: false,
+                error: companion_message(err).into(),
+                code: err.code,
+            }),
         ),
-    }
+    };
+    (status, body.unwrap_or_else(|_| json!({ "success": false })))
 }
 
 /// Where a validation error points (`body` or `query`, and the field), for the 422 list form.
@@ -167,6 +238,17 @@ pub struct Success<T> {
     data: T,
 }
 
+/// The body of a successful platform response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Enveloped<T> {
+    /// Always `true`.
+    pub success: bool,
+    pub data: T,
+    /// When the answer was made (UTC, milliseconds).
+    #[schema(format = DateTime, example = "2026-11-22T06:40:00.123Z")]
+    pub timestamp: String,
+}
+
 pub fn ok<T: Serialize>(data: T) -> Success<T> {
     Success {
         status: Status::Ok,
@@ -182,17 +264,16 @@ pub fn created<T: Serialize>(data: T) -> Success<T> {
 }
 
 impl<'r, T: Serialize> Responder<'r, 'static> for Success<T> {
-    fn respond_to(self, req: &'r Request<'_>) -> response::Result<'static> {
-        let body = serde_json::to_string(&json!({
-            "success": true,
-            "data": self.data,
-            "timestamp": timestamp_now(),
-        }))
+    fn respond_to(self, _req: &'r Request<'_>) -> response::Result<'static> {
+        let body = serde_json::to_string(&Enveloped {
+            success: true,
+            data: self.data,
+            timestamp: timestamp_now(),
+        })
         .map_err(|err| {
             tracing::error!("response serialisation failed: {err}");
             Status::InternalServerError
         })?;
-        let _ = req;
         Response::build()
             .status(self.status)
             .header(ContentType::JSON)

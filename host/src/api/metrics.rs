@@ -4,17 +4,16 @@
 use rocket::http::ContentType;
 use rocket::outcome::Outcome;
 use rocket::request::{FromRequest, Request};
-use rocket::{Route, State, get, routes};
+use rocket::{State, get};
 use subtle::ConstantTimeEq;
 
 use crate::App;
 use crate::admin::metrics;
+use crate::api::openapi::prelude::*;
 use crate::auth::AdminUser;
 use crate::error::{ApiError, ApiResult};
 
-pub fn routes() -> Vec<Route> {
-    routes![prometheus]
-}
+crate::api::handlers![prometheus];
 
 /// A caller allowed to read the metrics.
 pub struct MetricsReader;
@@ -47,6 +46,20 @@ impl<'r> FromRequest<'r> for MetricsReader {
     }
 }
 
+#[utoipa::path(
+    tag = "health",
+    operation_id = "prometheusMetrics",
+    summary = "Prometheus metrics",
+    description = "The platform's counters in Prometheus' text format (requests, 5xx answers, response time, uptime, users by tier, active bots, open positions, scans, 24 h trades and volume, WebSocket users, MRR). For an admin's bearer token or the scrape token `TRADEHOST_METRICS_TOKEN`. Errors use `{detail, code}` (outside `/api`).",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "Prometheus text exposition format 0.0.4.", body = String, content_type = "text/plain; version=0.0.4", example = json!("# TYPE tradehost_http_requests_total counter\ntradehost_http_requests_total 1234\n")),
+        (status = 401, description = "Not authenticated: Missing bearer token; The token has expired", body = DetailError, headers(("WWW-Authenticate"))),
+        (status = 403, description = "Forbidden: You are not allowed to do this", body = DetailError),
+        (status = 429, response = Detail429RateLimitExceeded),
+        (status = 500, response = Detail500InternalError)
+    ),
+)]
 #[get("/metrics")]
 async fn prometheus(app: &State<App>, _reader: MetricsReader) -> ApiResult<(ContentType, String)> {
     let body = metrics::prometheus(app).await?;

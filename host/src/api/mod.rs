@@ -1,9 +1,45 @@
-//! HTTP API. Each module exposes `routes()`; everything is mounted here and only here.
+//! HTTP API. Each module exposes `routes()` (and, from the same list of handlers, `openapi()`);
+//! everything is mounted here and only here.
+
+/// `routes()` and `openapi()` of an API module from one list of handlers, so what is mounted is
+/// what is documented. Handlers after `;` are mounted but are not API operations (static files).
+macro_rules! handlers {
+    ($($handler:ident),* $(,)? $(; $($plain:ident),* $(,)?)?) => {
+        pub fn routes() -> Vec<rocket::Route> {
+            rocket::routes![$($handler,)* $($($plain),*)?]
+        }
+
+        pub fn openapi() -> utoipa::openapi::OpenApi {
+            #[derive(utoipa::OpenApi)]
+            #[openapi(paths($($handler),*))]
+            struct Doc;
+            <Doc as utoipa::OpenApi>::openapi()
+        }
+    };
+}
+pub(crate) use handlers;
+
+/// `routes()` and `openapi()` of a family of API modules.
+macro_rules! route_sets {
+    ($($module:ident),* $(,)?) => {
+        pub fn routes() -> Vec<rocket::Route> {
+            [$($module::routes()),*].concat()
+        }
+
+        pub fn openapi() -> utoipa::openapi::OpenApi {
+            let mut doc = utoipa::openapi::OpenApi::default();
+            $(doc.merge($module::openapi());)*
+            doc
+        }
+    };
+}
+pub(crate) use route_sets;
 
 pub mod companion;
 pub mod docs;
 pub mod envelope;
 pub mod metrics;
+pub mod openapi;
 pub mod pages;
 pub mod query;
 pub mod request_id;
@@ -18,16 +54,30 @@ use crate::error::{ApiError, ErrorCode};
 use crate::ratelimit::RequestDecision;
 use envelope::guard_error;
 
+/// Where the platform API and its WebSocket are mounted.
+pub const V1_BASE: &str = "/api/v1";
+pub const WS_BASE: &str = "/ws/v1";
+
 pub fn mount(rocket: Rocket<Build>) -> Rocket<Build> {
     rocket
-        .mount("/api/v1", v1::routes())
-        .mount("/ws/v1", ws::routes())
+        .mount(V1_BASE, v1::routes())
+        .mount(WS_BASE, ws::routes())
         .mount("/", routes![rate_limited, refused])
         .mount("/", metrics::routes())
         .mount("/", docs::routes())
         .mount("/", pages::routes())
         .mount("/", companion::routes())
         .register("/", catchers![catch_all])
+}
+
+/// The documentation of the route sets mounted at `/`, as `mount` mounts them.
+fn root_openapi() -> [utoipa::openapi::OpenApi; 4] {
+    [
+        metrics::openapi(),
+        docs::openapi(),
+        pages::openapi(),
+        companion::openapi(),
+    ]
 }
 
 /// A server on an extra port for the companion sets bound to their historical ports: the

@@ -6,7 +6,9 @@ use std::io::Cursor;
 
 use rocket::http::{ContentType, Header};
 use rocket::response::{self, Responder};
-use rocket::{Request, Response, get, routes};
+use rocket::{Request, Response, get};
+
+use crate::api::openapi::prelude::*;
 
 const TRADES_HTML: &str = include_str!("../../assets/trades/index.html");
 const TRADES_CSS: &str = include_str!("../../assets/trades/trades.css");
@@ -15,9 +17,10 @@ const TRADES_JS: &str = include_str!("../../assets/trades/trades.js");
 /// Everything the page loads comes from this origin; the favicon is a `data:` URL.
 const CSP: &str = "default-src 'self'; img-src 'self' data:";
 
-pub fn routes() -> Vec<rocket::Route> {
-    routes![trades_page, trades_asset]
-}
+crate::api::handlers![
+    trades_page;
+    trades_asset
+];
 
 /// An embedded file with its content type and the page's security headers.
 pub struct StaticFile {
@@ -39,6 +42,17 @@ impl<'r> Responder<'r, 'static> for StaticFile {
     }
 }
 
+#[utoipa::path(
+    tag = "companion-ledger",
+    operation_id = "ledgerPage",
+    summary = "Trades page",
+    description = "A web page served by tradehost itself (no CDN): sign in, then statistics, open positions, trade history and the raw ledger with symbol filters, CSV and PDF export, refreshed every 30 seconds. The page needs no token; its data calls carry one.",
+    responses(
+        (status = 200, description = "The HTML page.", body = String, content_type = "text/html"),
+        (status = 429, response = Companion429RateLimitExceeded),
+        (status = 500, response = Companion500InternalError)
+    ),
+)]
 #[get("/trades")]
 fn trades_page() -> StaticFile {
     StaticFile {

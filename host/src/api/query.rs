@@ -158,7 +158,7 @@ impl Page {
     }
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(utoipa::ToSchema, Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Pagination {
     pub page: i64,
     pub per_page: i64,

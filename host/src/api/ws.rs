@@ -21,7 +21,7 @@ use std::time::Duration;
 use rocket::futures::{SinkExt, StreamExt};
 use rocket::tokio::sync::broadcast::error::RecvError;
 use rocket::tokio::time::{Instant, interval_at, timeout, timeout_at};
-use rocket::{Route, State, get, routes};
+use rocket::{State, get};
 use rocket_ws::frame::{CloseCode, CloseFrame};
 use rocket_ws::result::{Error as WsError, Result as WsResult};
 use rocket_ws::stream::DuplexStream;
@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 
 use crate::App;
 use crate::api::envelope::timestamp_now;
+use crate::api::openapi::prelude::*;
 use crate::auth::guards;
 use crate::auth::sessions::Principal;
 use crate::error::{ApiError, ErrorCode};
@@ -52,10 +53,26 @@ const CLOSE_TOO_BIG: u16 = 1009;
 const CLOSE_SERVER_ERROR: u16 = 1011;
 const CLOSE_GOING_AWAY: u16 = 1001;
 
-pub fn routes() -> Vec<Route> {
-    routes![connect]
-}
+crate::api::handlers![connect];
 
+#[utoipa::path(
+    tag = "websocket-info",
+    operation_id = "websocket",
+    summary = "Live events (WebSocket)",
+    description = "Upgrade to a WebSocket (Swagger UI cannot open one; use a WebSocket client). The upgrade itself needs no token. Protocol, as JSON text frames:\n\n1. Send `{\"type\":\"auth\",\"token\":\"Bearer <jwt>\"}` within 10 s, else the socket closes with 4001 (a bad token gets `{type: \"error\", code: \"TOKEN_INVALID\"|\"TOKEN_EXPIRED\"}` first). The answer is `{type: \"auth_success\", user_id, subscriptions}`.\n2. `{\"type\":\"subscribe\",\"channel\":\"positions\"}` (or `unsubscribe`); channels `positions`, `trades`, `alarms`, `bot_status`; answered `subscribed` / `unsubscribed`, or `{type: \"error\", code: \"INVALID_CHANNEL\"}`. `{\"type\":\"ping\"}` is answered with `pong`.\n3. Events arrive as `{type, channel, data}`: `trade_executed` (trades), `position_update` (positions), `alarm_triggered` and `alarm_cleared` (alarms), `bot_status` and `kill_switch` (bot_status).\n\nThe session is re-checked every 30 s (sign-out or suspension closes with 4001). A client that falls too far behind is closed with 4008; a message over 64 KiB with 1009.",
+    params(
+        ("Upgrade" = String, Header, description = "Must be `websocket`.", example = json!("websocket")),
+        ("Connection" = String, Header, description = "Must include `Upgrade`.", example = json!("Upgrade")),
+        ("Sec-WebSocket-Version" = String, Header, description = "Must be `13`.", example = json!("13")),
+        ("Sec-WebSocket-Key" = String, Header, description = "The client's random key.", example = json!("dGhlIHNhbXBsZSBub25jZQ=="))
+    ),
+    responses(
+        (status = 101, description = "Switching Protocols: the WebSocket is open."),
+        (status = 400, response = Platform400InvalidRequest),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/")]
 fn connect(ws: WebSocket, app: &State<App>) -> rocket_ws::Channel<'static> {
     let app = app.inner().clone();

@@ -21,7 +21,7 @@ const RESET_TOKEN_TTL: Duration = Duration::from_secs(3600);
 pub const RESET_REQUESTED_MESSAGE: &str =
     "If an account exists for this e-mail address, a password reset link has been sent to it";
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 pub struct RegisterRequest {
     pub email: String,
     pub password: String,
@@ -30,7 +30,7 @@ pub struct RegisterRequest {
 }
 
 /// The user as the API shows it to its owner.
-#[derive(Debug, Clone, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, Serialize)]
 pub struct UserView {
     pub user_id: String,
     pub email: String,
@@ -56,7 +56,7 @@ impl UserView {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct LoginUser {
     pub user_id: String,
     pub email: String,
@@ -64,7 +64,7 @@ pub struct LoginUser {
     pub subscription_tier: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct LoginResponse {
     pub access_token: String,
     pub refresh_token: String,
@@ -73,7 +73,7 @@ pub struct LoginResponse {
     pub user: LoginUser,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct RefreshResponse {
     pub access_token: String,
     /// The rotated refresh token: the presented one is now spent.

@@ -46,7 +46,7 @@ fn price(tier: Tier, interval: &str) -> Decimal {
 
 // ----- plans -----
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct PlanLimits {
     pub max_position_size_usd: f64,
     pub max_positions: u32,
@@ -54,7 +54,7 @@ pub struct PlanLimits {
     pub api_calls_per_minute: u32,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Plan {
     pub tier: &'static str,
     pub name: &'static str,
@@ -68,7 +68,7 @@ pub struct Plan {
     pub limits: PlanLimits,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Plans {
     pub plans: Vec<Plan>,
 }
@@ -132,7 +132,7 @@ pub fn plans() -> Plans {
 
 // ----- the current subscription -----
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct SubscriptionView {
     pub subscription_id: Option<String>,
     pub tier: String,
@@ -213,7 +213,7 @@ pub async fn current(app: &App, user: &Principal) -> ApiResult<SubscriptionView>
 
 // ----- upgrade -----
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UpgradeRequest {
     pub tier: String,
@@ -226,7 +226,7 @@ fn monthly() -> String {
     "monthly".into()
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Upgraded {
     pub subscription_id: String,
     pub message: String,
@@ -459,7 +459,7 @@ async fn entitlement_changed(app: &App, user_id: &str) -> ApiResult<()> {
 
 // ----- cancel -----
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CancelRequest {
     #[serde(default)]
@@ -468,7 +468,7 @@ pub struct CancelRequest {
     pub feedback: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Cancelled {
     pub message: String,
     pub cancel_at_period_end: bool,
@@ -747,7 +747,7 @@ async fn end(app: &App, s: &SubscriptionRow, reason: Option<&str>, now: i64) -> 
 
 // ----- usage -----
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct UsageCounters {
     pub api_calls: i64,
     pub api_calls_limit: i64,
@@ -760,7 +760,7 @@ pub struct UsageCounters {
     pub brokers_limit: Option<i64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Usage {
     pub period_start: String,
     pub period_end: String,

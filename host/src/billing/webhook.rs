@@ -18,7 +18,8 @@ use crate::store::{now_ms, sessions, users};
 
 pub const TOLERANCE_SECS: i64 = 300;
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = PaymentReceived)]
 pub struct Received {
     pub received: bool,
     pub event_id: String,

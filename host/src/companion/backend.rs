@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::{self, iso8601, now_ms, trading, users};
 
 /// The answer of register and login: the platform's access token under the original's names.
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct TokenResponse {
     pub access_token: String,
     pub token_type: &'static str,
@@ -27,7 +27,7 @@ pub struct TokenResponse {
     pub subscription_tier: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Registration {
     pub email: String,
@@ -36,7 +36,7 @@ pub struct Registration {
     pub subscription_tier: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 pub struct Credentials {
     pub email: String,
     pub password: String,
@@ -104,7 +104,7 @@ pub async fn login(
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Permissions {
     pub user_id: String,
     pub allowed_pairs: Vec<String>,
@@ -116,7 +116,7 @@ pub struct Permissions {
     pub created_at: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Profile {
     pub user_id: String,
     pub email: String,
@@ -204,7 +204,7 @@ pub async fn start(app: &App, user: &Principal, no_broker: ApiError) -> ApiResul
     Ok(started.status.to_string())
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct BotAnswer {
     pub message: &'static str,
     pub user_id: String,
@@ -245,7 +245,8 @@ pub async fn stop_bot(app: &App, user: &Principal) -> ApiResult<BotAnswer> {
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = BackendStatus)]
 pub struct Status {
     pub user_id: String,
     pub trading_enabled: bool,
@@ -285,7 +286,8 @@ pub async fn status(app: &App, user: &Principal) -> ApiResult<Status> {
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = BackendPosition)]
 pub struct Position {
     pub pair: String,
     pub side: &'static str,
@@ -313,7 +315,7 @@ pub async fn positions(app: &App, user: &Principal) -> ApiResult<Vec<Position>> 
         .collect())
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Pnl {
     pub user_id: String,
     pub total_trades: u64,
@@ -346,7 +348,8 @@ pub async fn pnl(app: &App, user: &Principal) -> ApiResult<Pnl> {
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = BackendConfig)]
 pub struct Config {
     pub user_id: String,
     pub max_position_size_usd: f64,
@@ -417,7 +420,8 @@ pub async fn update_config(
     config(app, user).await
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = BackendControl)]
 pub struct Control {
     pub action: String,
     pub message: &'static str,
@@ -458,7 +462,7 @@ pub async fn control(app: &App, user: &Principal, action: Option<String>) -> Api
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct BrokerList {
     pub user_id: String,
     pub brokers: Vec<String>,
@@ -478,7 +482,7 @@ pub async fn brokers(app: &App, user: &Principal) -> ApiResult<BrokerList> {
     })
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BrokerCredentials {
     pub api_key: String,

@@ -30,7 +30,8 @@ pub fn root(app: &App) -> Value {
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = GatewayControl)]
 pub struct Control {
     pub success: bool,
     pub message: &'static str,
@@ -73,7 +74,8 @@ pub async fn stop(app: &App, user: &Principal) -> ApiResult<Control> {
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = GatewayBalance)]
 pub struct Balance {
     pub success: bool,
     pub balance: f64,
@@ -96,7 +98,8 @@ pub async fn balance(app: &App, user: &Principal) -> ApiResult<Balance> {
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = GatewayPosition)]
 pub struct Position {
     pub pair: String,
     pub side: &'static str,
@@ -110,7 +113,8 @@ pub struct Position {
     pub opened_at: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = GatewayPositions)]
 pub struct Positions {
     pub success: bool,
     pub positions: Vec<Position>,
@@ -162,7 +166,8 @@ fn period_start(period: &str, now: i64) -> ApiResult<i64> {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = GatewayMetrics)]
 pub struct Metrics {
     pub total_trades: u64,
     pub winning_trades: u64,
@@ -179,7 +184,8 @@ pub struct Metrics {
     pub active_positions: usize,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = GatewayPerformance)]
 pub struct Performance {
     pub success: bool,
     pub metrics: Metrics,

@@ -14,7 +14,7 @@ use crate::error::ApiResult;
 use crate::store::audit::{self, Actor};
 use crate::store::{iso8601, now_ms};
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Restarted {
     pub success: bool,
     pub message: String,

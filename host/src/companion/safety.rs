@@ -15,7 +15,7 @@ use crate::error::ApiResult;
 use crate::store::{self, iso8601};
 
 /// What may trade, from the most to the least restricted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Nothing trades: the kill switch, or the caller's emergency stop.
@@ -48,7 +48,7 @@ impl Mode {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct UiIndicators {
     pub show_simulation_banner: bool,
     pub status_color: &'static str,
@@ -60,7 +60,7 @@ pub struct UiIndicators {
     pub show_app_store_banner: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct SafetyStatus {
     pub mode: Mode,
     pub mode_display: &'static str,
@@ -169,7 +169,7 @@ async fn caller_state(app: &App, user: &Principal) -> ApiResult<Caller> {
     .await
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct StopAnswer {
     pub success: bool,
     pub message: String,

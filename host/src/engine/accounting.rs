@@ -20,7 +20,7 @@ use serde::Serialize;
 /// Decimal places kept for prices, quantities and money.
 pub const SCALE: u32 = 8;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
     Long,

@@ -17,7 +17,7 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::plugins::PluginKind;
 use crate::store::{iso8601, now_ms, reconciliation, users};
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StartRequest {
     pub broker: Option<String>,
@@ -31,7 +31,7 @@ pub struct StartRequest {
     pub symbols: Option<Vec<String>>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Started {
     pub status: &'static str,
     pub message: String,
@@ -186,7 +186,7 @@ pub async fn start(app: &App, user: &Principal, request: StartRequest) -> ApiRes
     })
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StopRequest {
     #[serde(default)]
@@ -195,7 +195,7 @@ pub struct StopRequest {
     pub emergency: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Stopped {
     pub status: &'static str,
     pub message: String,
@@ -297,7 +297,7 @@ fn action_required(open: usize, closing: usize) -> String {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmergencyRequest {
     pub reason: Option<String>,
@@ -305,7 +305,7 @@ pub struct EmergencyRequest {
     pub close_positions: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct EmergencyStopped {
     pub status: &'static str,
     pub positions_closed: usize,
@@ -317,7 +317,7 @@ pub struct EmergencyStopped {
     pub message: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct CloseFailure {
     pub position_id: String,
     pub error: String,
@@ -382,7 +382,7 @@ pub async fn lift_emergency_stop(app: &App, user: &Principal) -> ApiResult<Statu
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct StatusChange {
     pub status: String,
     pub message: String,
@@ -443,7 +443,7 @@ pub async fn resume(app: &App, user: &Principal) -> ApiResult<StatusChange> {
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct BotStatusView {
     pub status: String,
     pub uptime_seconds: i64,
@@ -487,7 +487,7 @@ pub async fn status(app: &App, user: &Principal) -> ApiResult<BotStatusView> {
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct PositionClosed {
     pub position_id: String,
     /// closed, or closing (the close order is working: the position updates as it fills).

@@ -60,7 +60,7 @@ impl Seen {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KillSwitchRequest {
     pub reason: Option<String>,
@@ -70,7 +70,7 @@ pub struct KillSwitchRequest {
     pub notify_users: bool,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize, Deserialize)]
 pub struct KillSwitchState {
     pub active: bool,
     pub reason: Option<String>,
@@ -78,7 +78,7 @@ pub struct KillSwitchState {
     pub activated_at: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct KillSwitchActivated {
     pub message: String,
     pub affected_users: usize,
@@ -90,7 +90,7 @@ pub struct KillSwitchActivated {
     pub timestamp: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct UserFailure {
     pub user_id: String,
     pub error: String,

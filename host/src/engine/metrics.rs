@@ -47,7 +47,7 @@ pub struct EquityPoint {
 /// The figures of the performance endpoint, all finite. `win_rate` is a
 /// fraction (0..1); losses and drawdowns are negative numbers (or 0);
 /// `total_pnl` is the gross sum, `net_pnl` the net one.
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[derive(utoipa::ToSchema, Debug, Clone, PartialEq, Serialize, Default)]
 pub struct PerformanceMetrics {
     pub total_trades: u64,
     pub winning_trades: u64,

@@ -11,7 +11,7 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::iso8601;
 use crate::store::orders::{self as rows, FillRow, OrderRow};
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct FillView {
     pub fill_id: String,
     pub venue_trade_id: String,
@@ -21,7 +21,7 @@ pub struct FillView {
     pub filled_at: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct OrderView {
     pub order_id: String,
     pub client_order_id: String,
@@ -92,7 +92,7 @@ fn view(o: OrderRow, fills: Option<Vec<FillRow>>) -> OrderView {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct OrdersPage {
     pub orders: Vec<OrderView>,
     pub pagination: Pagination,

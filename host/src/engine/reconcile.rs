@@ -484,7 +484,7 @@ pub async fn flag(
 
 // ----- what users and operators see and do -----
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct DiscrepancyView {
     pub discrepancy_id: String,
     pub broker: String,
@@ -517,7 +517,7 @@ fn view(d: DiscrepancyRow) -> DiscrepancyView {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Reconciliation {
     /// No unresolved discrepancy: the bot may trade.
     pub in_sync: bool,
@@ -547,7 +547,7 @@ pub async fn state(app: &App, user_id: &str) -> ApiResult<Reconciliation> {
     })
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Resolution {
     /// Ask the venue again: differences that are gone are resolved.
@@ -558,7 +558,7 @@ pub enum Resolution {
     AcceptVenue,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveRequest {
     pub resolution: Resolution,

@@ -19,7 +19,7 @@ fn money(value: Decimal) -> f64 {
     float(value.round_dp(8))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Balance {
     pub broker: Option<String>,
     pub cash: f64,
@@ -59,7 +59,7 @@ pub async fn balance(app: &App, user: &Principal) -> ApiResult<Balance> {
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct PositionView {
     pub position_id: String,
     pub symbol: String,
@@ -81,7 +81,7 @@ pub struct PositionView {
 }
 
 /// A position's pending close.
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct CloseView {
     pub reason: String,
     pub attempts: u32,
@@ -126,7 +126,7 @@ pub fn position_view(p: &Position) -> PositionView {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct PositionSummary {
     pub total_positions: usize,
     pub total_value_usd: f64,
@@ -134,7 +134,7 @@ pub struct PositionSummary {
     pub total_unrealized_pnl_pct: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Positions {
     pub positions: Vec<PositionView>,
     pub summary: PositionSummary,
@@ -180,7 +180,7 @@ pub async fn position(app: &App, user: &Principal, position_id: &str) -> ApiResu
         .ok_or_else(|| ApiError::code(ErrorCode::PositionNotFound))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct TradeRecord {
     pub trade_id: String,
     pub position_id: String,
@@ -248,7 +248,7 @@ fn open_record(p: &Position) -> TradeRecord {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct History {
     pub trades: Vec<TradeRecord>,
     pub pagination: Pagination,
@@ -359,7 +359,7 @@ impl Period {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct DatedValue {
     pub date: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -368,7 +368,7 @@ pub struct DatedValue {
     pub equity: Option<f64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Performance {
     pub period: &'static str,
     pub metrics: PerformanceMetrics,
@@ -452,7 +452,7 @@ pub async fn performance(app: &App, user: &Principal, period: Period) -> ApiResu
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Stats {
     pub account: serde_json::Value,
     pub trading: serde_json::Value,

@@ -94,7 +94,7 @@ pub async fn finish(
         .map_err(|err| format!("recording a signal's outcome: {err}"))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct SignalOrder {
     pub order_id: String,
     pub status: String,
@@ -102,7 +102,7 @@ pub struct SignalOrder {
     pub filled_quantity: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct SignalView {
     pub trade_id: String,
     pub symbol: String,

@@ -19,7 +19,7 @@ pub const MAX_WEBHOOKS: i64 = 10;
 const MAX_URL_CHARS: usize = 2048;
 
 /// How a webhook's posts are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// `{id, type, created_at, data}`, the event's own fields.
@@ -54,8 +54,9 @@ impl Format {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[schema(as = NewNotificationWebhook)]
 pub struct NewWebhook {
     pub url: String,
     #[serde(default)]
@@ -68,7 +69,7 @@ pub struct NewWebhook {
     pub chat_id: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct WebhookView {
     pub id: String,
     /// The URL's scheme, host and port: a path or query may carry the service's token.
@@ -79,14 +80,16 @@ pub struct WebhookView {
     pub created_at: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = NotificationWebhooks)]
 pub struct Webhooks {
     pub webhooks: Vec<WebhookView>,
     pub events: Vec<&'static str>,
     pub signature_header: &'static str,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = NotificationWebhookAdded)]
 pub struct Added {
     pub webhook: WebhookView,
     /// The signing secret, when this webhook is the user's first (shown once; rotating it
@@ -94,13 +97,14 @@ pub struct Added {
     pub secret: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = NotificationSecret)]
 pub struct Secret {
     pub secret: String,
     pub message: &'static str,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct DeliveryView {
     pub id: String,
     pub event_id: String,
@@ -114,19 +118,22 @@ pub struct DeliveryView {
     pub delivered_at: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = NotificationDeliveries)]
 pub struct Deliveries {
     pub webhook_id: String,
     pub deliveries: Vec<DeliveryView>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = NotificationTestQueued)]
 pub struct Queued {
     pub message: &'static str,
     pub webhook_id: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+#[schema(as = NotificationWebhookRemoved)]
 pub struct Removed {
     pub message: &'static str,
     pub webhook_id: String,

@@ -31,7 +31,8 @@ fn distinct_days<'a>(snapshots: impl IntoIterator<Item = &'a SnapshotRow>) -> us
     days.len()
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Default, Serialize)]
+#[schema(as = DashboardMetrics)]
 pub struct Metrics {
     pub total_return_pct: f64,
     pub annualized_return_pct: f64,

@@ -39,7 +39,7 @@ impl Tracker {
 }
 
 /// One KPI snapshot of an account (F's KPISnapshot), all figures finite.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, Serialize, Deserialize)]
 pub struct Kpi {
     pub timestamp: String,
     pub account_value: f64,

@@ -45,7 +45,7 @@ pub struct Active {
 }
 
 /// What a plugin says about itself, whatever its world.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Description {
     pub name: String,
     pub version: String,

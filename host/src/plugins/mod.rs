@@ -41,7 +41,7 @@ pub use manifest::Manifest;
 pub use registry::Registry;
 pub use runtime::{Limits, PluginRuntime};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PluginKind {
     Strategy,

@@ -52,7 +52,7 @@ struct Slot {
 }
 
 /// A plugin as the admin API lists it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, Serialize)]
 pub struct PluginSummary {
     pub name: String,
     pub kind: PluginKind,
@@ -71,7 +71,7 @@ pub struct PluginSummary {
     pub interface_version: &'static str,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, Serialize)]
 pub struct VersionSummary {
     pub version: String,
     pub sha256: String,

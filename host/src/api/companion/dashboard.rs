@@ -1,33 +1,62 @@
 //! Companion set E: the investor dashboard under `/api/v1/dashboard`. Success is
 //! `{success: true, data}`; errors are `{success: false, error}`.
 
-use rocket::{Route, State, get, post, routes};
+use rocket::{State, get, post};
 use serde_json::{Value, json};
 
 use super::{Data, Json, int_param};
 use crate::App;
 use crate::api::envelope::OptionalBody;
+use crate::api::openapi::prelude::*;
 use crate::auth::AuthUser;
 use crate::error::ApiResult;
 use crate::performance::dashboard::{self, Metrics};
 
-pub fn routes() -> Vec<Route> {
-    routes![
-        metrics,
-        equity_curve,
-        drawdown_curve,
-        update_snapshot,
-        investor_summary,
-        monthly_report,
-        monthly_reports
-    ]
-}
+crate::api::handlers![
+    metrics,
+    equity_curve,
+    drawdown_curve,
+    update_snapshot,
+    investor_summary,
+    monthly_report,
+    monthly_reports
+];
 
+#[utoipa::path(
+    tag = "companion-dashboard",
+    operation_id = "dashboardMetrics",
+    summary = "Performance metrics",
+    description = "Returns, volatility, Sharpe, Sortino, Calmar, drawdowns and trade statistics of the account.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = DataEnvelope<Metrics>),
+        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
+        (status = 429, response = Companion429RateLimitExceeded),
+        (status = 500, response = Companion500InternalError)
+    ),
+)]
 #[get("/api/v1/dashboard/metrics")]
 async fn metrics(app: &State<App>, user: AuthUser) -> ApiResult<Data<Metrics>> {
     dashboard::metrics(app, &user.0).await.map(Data)
 }
 
+#[utoipa::path(
+    tag = "companion-dashboard",
+    operation_id = "dashboardEquityCurve",
+    summary = "Equity curve",
+    description = "The snapshot equity series, oldest first.",
+    security(("bearerAuth" = [])),
+    params(
+        ("days" = Option<i64>, Query, description = "Only the last N days; absent or 0 means all. Negative or non-integer: 400.", minimum = 0)
+    ),
+    responses(
+        (status = 200, description = "OK", body = Object),
+        (status = 400, description = "Bad request: days must be a non-negative integer", body = CompanionError),
+        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
+        (status = 429, response = Companion429RateLimitExceeded),
+        (status = 500, response = Companion500InternalError)
+    ),
+)]
 #[get("/api/v1/dashboard/equity-curve?<days>")]
 async fn equity_curve(
     app: &State<App>,
@@ -38,6 +67,23 @@ async fn equity_curve(
     dashboard::equity_curve(app, &user.0, since).await.map(Data)
 }
 
+#[utoipa::path(
+    tag = "companion-dashboard",
+    operation_id = "dashboardDrawdownCurve",
+    summary = "Drawdown curve",
+    description = "Drawdown from the running peak (positive percent) for each snapshot.",
+    security(("bearerAuth" = [])),
+    params(
+        ("days" = Option<i64>, Query, description = "Only the last N days; absent or 0 means all. Negative or non-integer: 400.", minimum = 0)
+    ),
+    responses(
+        (status = 200, description = "OK", body = Object),
+        (status = 400, description = "Bad request: days must be a non-negative integer", body = CompanionError),
+        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
+        (status = 429, response = Companion429RateLimitExceeded),
+        (status = 500, response = Companion500InternalError)
+    ),
+)]
 #[get("/api/v1/dashboard/drawdown-curve?<days>")]
 async fn drawdown_curve(
     app: &State<App>,
@@ -50,6 +96,21 @@ async fn drawdown_curve(
         .map(Data)
 }
 
+#[utoipa::path(
+    tag = "companion-dashboard",
+    operation_id = "dashboardUpdateSnapshot",
+    summary = "Record a snapshot",
+    description = "Records a performance snapshot given by the client (the KPI tracker also records one per interval). NAV = equity = cash + positions value.",
+    security(("bearerAuth" = [])),
+    request_body(content = Object),
+    responses(
+        (status = 200, description = "OK", body = Object),
+        (status = 400, description = "Bad request: Request body is required; Missing required fields: positions_value, unrealized_pnl; total_trades must be a non-negative integer", body = CompanionError),
+        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
+        (status = 429, response = Companion429RateLimitExceeded),
+        (status = 500, response = Companion500InternalError)
+    ),
+)]
 #[post("/api/v1/dashboard/update-snapshot", data = "<body>")]
 async fn update_snapshot(
     app: &State<App>,
@@ -64,11 +125,42 @@ async fn update_snapshot(
     })))
 }
 
+#[utoipa::path(
+    tag = "companion-dashboard",
+    operation_id = "dashboardInvestorSummary",
+    summary = "Investor summary",
+    description = "NAV, returns, risk ratios, trade statistics, strategy allocation and diversification in one object.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Object),
+        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
+        (status = 429, response = Companion429RateLimitExceeded),
+        (status = 500, response = Companion500InternalError)
+    ),
+)]
 #[get("/api/v1/dashboard/investor-summary")]
 async fn investor_summary(app: &State<App>, user: AuthUser) -> ApiResult<Data<Value>> {
     dashboard::investor_summary(app, &user.0).await.map(Data)
 }
 
+#[utoipa::path(
+    tag = "companion-dashboard",
+    operation_id = "dashboardMonthlyReport",
+    summary = "Monthly report",
+    description = "One month's equity, return, trades, win rate and drawdown.",
+    security(("bearerAuth" = [])),
+    params(
+        ("year" = i64, Path, description = "2000 to 2100.", minimum = 2000, maximum = 2100, example = json!(2026)),
+        ("month" = i64, Path, description = "1 to 12.", minimum = 1, maximum = 12, example = json!(11))
+    ),
+    responses(
+        (status = 200, description = "OK", body = Object),
+        (status = 400, description = "Bad request: Month must be between 1 and 12; Year must be between 2000 and 2100", body = CompanionError),
+        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
+        (status = 429, response = Companion429RateLimitExceeded),
+        (status = 500, response = Companion500InternalError)
+    ),
+)]
 #[get("/api/v1/dashboard/monthly-report/<year>/<month>")]
 async fn monthly_report(
     app: &State<App>,
@@ -83,6 +175,19 @@ async fn monthly_report(
         .map(Data)
 }
 
+#[utoipa::path(
+    tag = "companion-dashboard",
+    operation_id = "dashboardMonthlyReports",
+    summary = "Monthly reports",
+    description = "A report for each month with snapshots, oldest first.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Object),
+        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
+        (status = 429, response = Companion429RateLimitExceeded),
+        (status = 500, response = Companion500InternalError)
+    ),
+)]
 #[get("/api/v1/dashboard/monthly-reports")]
 async fn monthly_reports(app: &State<App>, user: AuthUser) -> ApiResult<Data<Vec<Value>>> {
     dashboard::monthly_reports(app, &user.0).await.map(Data)

@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod dashboard;
 pub mod gateway;
+pub mod health;
 pub mod kpi;
 pub mod ledger;
 pub mod restart;
@@ -12,16 +13,13 @@ pub mod safety;
 
 use std::io::Cursor;
 
+use rocket::Route;
 use rocket::http::{ContentType, Status};
 use rocket::request::Request;
 use rocket::response::{self, Responder, Response};
-use rocket::{Route, State, get, routes};
 use serde::Serialize;
-use serde_json::{Value, json};
 
-use crate::App;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{iso8601, now_ms};
 
 /// A JSON body as is (the companion sets have no platform envelope).
 pub struct Json<T>(pub T);
@@ -35,9 +33,23 @@ impl<'r, T: Serialize> Responder<'r, 'static> for Json<T> {
 /// `{success: true, data}`: the dashboard and KPI sets' envelope.
 pub struct Data<T>(pub T);
 
+/// The body of a dashboard or KPI answer.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct DataEnvelope<T> {
+    /// Always `true`.
+    pub success: bool,
+    pub data: T,
+}
+
 impl<'r, T: Serialize> Responder<'r, 'static> for Data<T> {
     fn respond_to(self, _req: &'r Request<'_>) -> response::Result<'static> {
-        json_response(Status::Ok, &json!({"success": true, "data": self.0}))
+        json_response(
+            Status::Ok,
+            &DataEnvelope {
+                success: true,
+                data: self.0,
+            },
+        )
     }
 }
 
@@ -65,55 +77,23 @@ pub fn int_param(name: &str, raw: Option<&str>) -> ApiResult<Option<i64>> {
         .transpose()
 }
 
-/// Every companion route, for the main port.
-pub fn routes() -> Vec<Route> {
-    [
-        routes![health],
-        backend::routes(),
-        gateway::routes(),
-        restart::routes(),
-        ledger::routes(),
-        dashboard::routes(),
-        kpi::routes(),
-        safety::routes(),
-    ]
-    .concat()
-}
+// Every companion route, for the main port, and its documentation.
+crate::api::route_sets![
+    health, backend, gateway, restart, ledger, dashboard, kpi, safety
+];
 
 /// The dashboard port's routes (E and the health route).
 pub fn dashboard_port_routes() -> Vec<Route> {
-    [routes![health], dashboard::routes()].concat()
+    [health::routes(), dashboard::routes()].concat()
 }
 
 /// The restart/ledger/KPI port's routes (C, D, F and the health route).
 pub fn companion_port_routes() -> Vec<Route> {
     [
-        routes![health],
+        health::routes(),
         restart::routes(),
         ledger::routes(),
         kpi::routes(),
     ]
     .concat()
-}
-
-/// One health route for the backend (A) and the gateway (B): their fields together. 503 when
-/// the database does not answer.
-#[get("/health")]
-async fn health(app: &State<App>) -> (Status, Json<Value>) {
-    let database = app.db.ping().await.is_ok();
-    let status = if database {
-        Status::Ok
-    } else {
-        Status::ServiceUnavailable
-    };
-    (
-        status,
-        Json(json!({
-            "status": if database { "healthy" } else { "unhealthy" },
-            "timestamp": iso8601(now_ms()),
-            "service": "tradehost",
-            "version": crate::VERSION,
-            "database": if database { "ok" } else { "unreachable" },
-        })),
-    )
 }

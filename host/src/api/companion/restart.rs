@@ -1,17 +1,30 @@
 //! Companion set C: `POST /api/restart` (admin) restarts the trading engine gracefully.
 
-use rocket::{Route, Shutdown, State, post, routes};
+use rocket::{Shutdown, State, post};
 
 use super::Json;
 use crate::App;
+use crate::api::openapi::prelude::*;
 use crate::auth::{AdminUser, ClientMeta};
 use crate::companion::restart::{self as engine_restart, Restarted};
 use crate::error::ApiResult;
 
-pub fn routes() -> Vec<Route> {
-    routes![restart]
-}
+crate::api::handlers![restart];
 
+#[utoipa::path(
+    tag = "companion-restart",
+    operation_id = "restart",
+    summary = "Restart the trading engine",
+    description = "Admins only. Each running bot saves its state, closes its positions first when `TRADEHOST_CLOSE_POSITIONS_ON_RESTART=true`, and is loaded again with fresh plugin instances. With `TRADEHOST_EXIT_ON_RESTART=true` the process exits after answering, for its supervisor to restart it. `tradehost restart` does the same from the command line.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Restarted),
+        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
+        (status = 403, description = "Forbidden: Admin role required", body = CompanionError),
+        (status = 429, response = Companion429RateLimitExceeded),
+        (status = 500, response = Companion500InternalError)
+    ),
+)]
 #[post("/api/restart")]
 async fn restart(
     app: &State<App>,

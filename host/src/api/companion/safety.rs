@@ -9,20 +9,19 @@
 
 use rocket::http::{Cookie, CookieJar, SameSite};
 use rocket::request::{FromRequest, Outcome, Request};
-use rocket::{Route, State, delete, get, post, routes};
+use rocket::{State, delete, get, post};
 use serde::Deserialize;
 
 use super::Json;
 use crate::App;
 use crate::api::envelope::OptionalBody;
+use crate::api::openapi::prelude::*;
 use crate::auth::guards::Bearer;
 use crate::auth::{AuthUser, Principal};
 use crate::companion::safety::{self, SafetyStatus, StopAnswer};
 use crate::error::ApiResult;
 
-pub fn routes() -> Vec<Route> {
-    routes![status, emergency_stop, lift]
-}
+crate::api::handlers![status, emergency_stop, lift];
 
 const STATUS_PATH: &str = "/api/safety/status";
 const CALLER_COOKIE: &str = "tradehost_safety";
@@ -71,18 +70,44 @@ impl<'r> FromRequest<'r> for Caller {
     }
 }
 
+#[utoipa::path(
+    tag = "companion-safety",
+    operation_id = "safetyStatus",
+    summary = "Safety status",
+    description = "The platform's trading state for anyone; the caller's own (mode, emergency stop, credentials, whether trading is on) when the request carries a valid bearer or the HttpOnly `tradehost_safety` cookie that the companion sign-in (`POST /api/auth/login`, `/api/auth/register`) sets for this path only. The original client polls it every 5 s without a token; it shows `trading_allowed` as its trading toggle and disables the toggle when `ui_indicators.allow_toggle` is false (the kill switch or the caller's emergency stop).",
+    responses(
+        (status = 200, description = "OK", body = SafetyStatus),
+        (status = 429, response = Companion429RateLimitExceeded),
+        (status = 500, response = Companion500InternalError)
+    ),
+)]
 #[get("/api/safety/status")]
 async fn status(app: &State<App>, caller: Caller) -> ApiResult<Json<SafetyStatus>> {
     safety::status(app, caller.0.as_ref()).await.map(Json)
 }
 
 /// The client sends `{"reason": "..."}`; other fields are ignored.
-#[derive(Debug, Default, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Default, Deserialize)]
+#[schema(as = SafetyStopRequest)]
 struct StopRequest {
     #[serde(default)]
     reason: Option<String>,
 }
 
+#[utoipa::path(
+    tag = "companion-safety",
+    operation_id = "safetyEmergencyStop",
+    summary = "Emergency stop of the caller's bot",
+    description = "Stops the caller's bot at once (positions stay open). Needs the caller's bearer: without one the answer is 401 `{success: false, error}`, since an unauthenticated stop would let anyone halt every user.",
+    security(("bearerAuth" = [])),
+    request_body(content = StopRequest, example = json!({"reason": "User activated emergency stop via UI"})),
+    responses(
+        (status = 200, description = "OK", body = StopAnswer),
+        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
+        (status = 429, response = Companion429RateLimitExceeded),
+        (status = 500, response = Companion500InternalError)
+    ),
+)]
 #[post("/api/safety/emergency-stop", data = "<body>")]
 async fn emergency_stop(
     app: &State<App>,
@@ -93,6 +118,19 @@ async fn emergency_stop(
     safety::emergency_stop(app, &user.0, reason).await.map(Json)
 }
 
+#[utoipa::path(
+    tag = "companion-safety",
+    operation_id = "safetyLiftEmergencyStop",
+    summary = "Lift the caller's emergency stop",
+    description = "The bot becomes `stopped` and can be started again; without an active emergency stop nothing changes.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = StopAnswer),
+        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
+        (status = 429, response = Companion429RateLimitExceeded),
+        (status = 500, response = Companion500InternalError)
+    ),
+)]
 #[delete("/api/safety/emergency-stop")]
 async fn lift(app: &State<App>, user: AuthUser) -> ApiResult<Json<StopAnswer>> {
     safety::lift(app, &user.0).await.map(Json)

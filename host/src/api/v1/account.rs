@@ -1,9 +1,10 @@
 //! `/api/v1/account/*`: balance, positions, history, performance and statistics.
 
-use rocket::{Route, State, get, post, routes};
+use rocket::{State, get, post};
 
 use crate::App;
 use crate::api::envelope::{Success, ok};
+use crate::api::openapi::prelude::*;
 use crate::api::query::{Page, parse_time};
 use crate::auth::AuthUser;
 use crate::engine::reports::{
@@ -16,23 +17,53 @@ use crate::store::trading::TradeFilter;
 pub const HISTORY_DEFAULT_PER_PAGE: i64 = 50;
 pub const HISTORY_MAX_PER_PAGE: i64 = 100;
 
-pub fn routes() -> Vec<Route> {
-    routes![
-        balance,
-        positions,
-        position,
-        close_position,
-        history,
-        performance,
-        stats
-    ]
-}
+crate::api::handlers![
+    balance,
+    positions,
+    position,
+    close_position,
+    history,
+    performance,
+    stats
+];
 
+#[utoipa::path(
+    tag = "account",
+    operation_id = "accountBalance",
+    summary = "Balance",
+    description = "Cash, equity, unrealized and realized P&L, fees, buying power and initial capital.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<Balance>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/account/balance")]
 async fn balance(app: &State<App>, user: AuthUser) -> ApiResult<Success<Balance>> {
     reports::balance(app, &user.0).await.map(ok)
 }
 
+#[utoipa::path(
+    tag = "account",
+    operation_id = "accountPositions",
+    summary = "Open positions",
+    description = "The open positions with current prices and unrealized P&L, and a summary.",
+    security(("bearerAuth" = [])),
+    params(
+        ("broker" = Option<String>, Query, description = "Only positions on this broker.", example = json!("paper")),
+        ("symbol" = Option<String>, Query, description = "Only this pair (BASE-QUOTE).", example = json!("BTC-USD"))
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<Positions>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/account/positions?<broker>&<symbol>")]
 async fn positions(
     app: &State<App>,
@@ -45,6 +76,24 @@ async fn positions(
         .map(ok)
 }
 
+#[utoipa::path(
+    tag = "account",
+    operation_id = "accountPosition",
+    summary = "One position",
+    description = "One open position of the caller.",
+    security(("bearerAuth" = [])),
+    params(
+        ("position_id" = String, Path, description = "The position's id.", example = json!("6f1c2a9e-3b1d-4c55-9a61-2f0d8e7b4a10"))
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<PositionView>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 404, description = "Not found: POSITION_NOT_FOUND", body = PlatformError),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/account/positions/<position_id>")]
 async fn position(
     app: &State<App>,
@@ -54,6 +103,25 @@ async fn position(
     reports::position(app, &user.0, position_id).await.map(ok)
 }
 
+#[utoipa::path(
+    tag = "account",
+    operation_id = "accountClosePosition",
+    summary = "Close a position",
+    description = "Closes the position at the market (exit reason `manual`).",
+    security(("bearerAuth" = [])),
+    params(
+        ("position_id" = String, Path, description = "The position's id.", example = json!("6f1c2a9e-3b1d-4c55-9a61-2f0d8e7b4a10"))
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<PositionClosed>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 404, description = "Not found: POSITION_NOT_FOUND", body = PlatformError),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError),
+        (status = 502, description = "Bad gateway: BROKER_ERROR", body = PlatformError)
+    ),
+)]
 #[post("/account/positions/<position_id>/close")]
 async fn close_position(
     app: &State<App>,
@@ -66,6 +134,29 @@ async fn close_position(
 }
 
 #[allow(clippy::too_many_arguments)]
+#[utoipa::path(
+    tag = "account",
+    operation_id = "accountHistory",
+    summary = "Trade history",
+    description = "Open positions (newest first) then completed trades (newest close first), paginated. `realized_pnl` is net of fees. Dates filter on the close time of trades and the open time of positions.",
+    security(("bearerAuth" = [])),
+    params(
+        ("page" = Option<i64>, Query, description = "Page number, from 1.", minimum = 1),
+        ("per_page" = Option<i64>, Query, description = "Default 50; values above 100 are clamped.", minimum = 1),
+        ("start_date" = Option<String>, Query, description = "YYYY-MM-DD or ISO 8601.", example = json!("2026-11-01")),
+        ("end_date" = Option<String>, Query, description = "YYYY-MM-DD (includes that day) or ISO 8601.", example = json!("2026-11-21")),
+        ("symbol" = Option<String>, Query, description = "Only this pair.", example = json!("ETH-USD")),
+        ("status" = Option<String>, Query, pattern = "^(open|closed|cancelled)$", description = "Only open, closed or cancelled records (cancelled is always empty). (one of `open`, `closed`, `cancelled`)")
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<History>),
+        (status = 400, response = Platform400InvalidRequest),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/account/history?<page>&<per_page>&<start_date>&<end_date>&<symbol>&<status>")]
 async fn history(
     app: &State<App>,
@@ -93,6 +184,24 @@ async fn history(
         .map(ok)
 }
 
+#[utoipa::path(
+    tag = "account",
+    operation_id = "accountPerformance",
+    summary = "Performance",
+    description = "Performance metrics, daily P&L and the equity curve over a period.",
+    security(("bearerAuth" = [])),
+    params(
+        ("period" = Option<String>, Query, pattern = "^(7d|30d|90d|1y|all)$", description = "Time window (default 30d). (default \"30d\"; one of `7d`, `30d`, `90d`, `1y`, `all`)")
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<Performance>),
+        (status = 400, response = Platform400InvalidRequest),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/account/performance?<period>")]
 async fn performance(
     app: &State<App>,
@@ -104,6 +213,20 @@ async fn performance(
         .map(ok)
 }
 
+#[utoipa::path(
+    tag = "account",
+    operation_id = "accountStats",
+    summary = "Account statistics",
+    description = "Account age, balance extremes, all-time trading totals, best month, current streak and risk settings.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<Stats>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/account/stats")]
 async fn stats(app: &State<App>, user: AuthUser) -> ApiResult<Success<Stats>> {
     reports::stats(app, &user.0).await.map(ok)

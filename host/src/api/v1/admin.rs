@@ -1,6 +1,6 @@
 //! `/api/v1/admin/*` (admin role required).
 
-use rocket::{Route, State, delete, get, post, put, routes};
+use rocket::{State, delete, get, post, put};
 
 use crate::App;
 use crate::admin::users::{
@@ -10,6 +10,7 @@ use crate::admin::users::{
 use crate::admin::{self, AUDIT_DEFAULT_PER_PAGE, AUDIT_MAX_PER_PAGE, AuditPage};
 use crate::api::envelope::{Body, OptionalBody};
 use crate::api::envelope::{Success, ok};
+use crate::api::openapi::prelude::*;
 use crate::api::query::{Page, parse_time};
 use crate::auth::{AdminUser, ClientMeta};
 use crate::engine::kill_switch::{
@@ -20,21 +21,37 @@ use crate::error::ApiResult;
 use crate::store::audit::AuditFilter;
 use crate::store::users::UserFilter;
 
-pub fn routes() -> Vec<Route> {
-    routes![
-        audit_logs,
-        users,
-        user,
-        metrics,
-        update_user,
-        activate_kill_switch,
-        kill_switch,
-        deactivate_kill_switch,
-        user_reconciliation,
-        resolve_user_reconciliation
-    ]
-}
+crate::api::handlers![
+    audit_logs,
+    users,
+    user,
+    metrics,
+    update_user,
+    activate_kill_switch,
+    kill_switch,
+    deactivate_kill_switch,
+    user_reconciliation,
+    resolve_user_reconciliation
+];
 
+#[utoipa::path(
+    tag = "admin",
+    operation_id = "adminUserReconciliation",
+    summary = "A user's reconciliation",
+    description = "The user's discrepancies with their broker.",
+    security(("bearerAuth" = [])),
+    params(
+        ("user_id" = String, Path, description = "The user's id.", example = json!("0b7e6c1e-8d5f-4a8e-b2a4-91c3d2e5f601"))
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<Reconciliation>),
+        (status = 404, response = Platform404NotFound),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/admin/users/<user_id>/reconciliation")]
 async fn user_reconciliation(
     app: &State<App>,
@@ -44,6 +61,28 @@ async fn user_reconciliation(
     reconcile::state_of_user(app, user_id).await.map(ok)
 }
 
+#[utoipa::path(
+    tag = "admin",
+    operation_id = "adminUserReconciliationResolve",
+    summary = "Resolve a user's discrepancies",
+    description = "As the user's own resolve, by an operator (audited with the operator as actor).",
+    security(("bearerAuth" = [])),
+    params(
+        ("user_id" = String, Path, description = "The user's id.", example = json!("0b7e6c1e-8d5f-4a8e-b2a4-91c3d2e5f601"))
+    ),
+    request_body(content = ResolveRequest),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<Reconciliation>),
+        (status = 400, response = Platform400InvalidBody),
+        (status = 404, response = Platform404NotFound),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 502, description = "`BROKER_ERROR`: the broker could not be asked.", body = PlatformError),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[post("/admin/users/<user_id>/reconciliation/resolve", data = "<body>")]
 async fn resolve_user_reconciliation(
     app: &State<App>,
@@ -57,6 +96,29 @@ async fn resolve_user_reconciliation(
 }
 
 #[allow(clippy::too_many_arguments)]
+#[utoipa::path(
+    tag = "admin",
+    operation_id = "adminAuditLogs",
+    summary = "Audit log",
+    description = "Security-relevant events (sign-ins, password changes, admin actions, plugin changes), newest first.",
+    security(("bearerAuth" = [])),
+    params(
+        ("page" = Option<i64>, Query, description = "Page number, from 1.", minimum = 1),
+        ("per_page" = Option<i64>, Query, description = "Default 100; values above 500 are clamped.", minimum = 1),
+        ("event_type" = Option<String>, Query, description = "e.g. `auth.login_failed`.", example = json!("auth.login_failed")),
+        ("user_id" = Option<String>, Query, description = "Only this user's events."),
+        ("start_date" = Option<String>, Query, description = "YYYY-MM-DD or ISO 8601.", example = json!("2026-11-01")),
+        ("end_date" = Option<String>, Query, description = "YYYY-MM-DD (includes that day) or ISO 8601.", example = json!("2026-11-21"))
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<AuditPage>),
+        (status = 400, response = Platform400InvalidRequest),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/admin/audit-logs?<page>&<per_page>&<event_type>&<user_id>&<start_date>&<end_date>")]
 async fn audit_logs(
     app: &State<App>,
@@ -78,6 +140,28 @@ async fn audit_logs(
     admin::audit_logs(app, &filter, page).await.map(ok)
 }
 
+#[utoipa::path(
+    tag = "admin",
+    operation_id = "adminListUsers",
+    summary = "List users",
+    description = "Users with their tier, status and trading totals.",
+    security(("bearerAuth" = [])),
+    params(
+        ("page" = Option<i64>, Query, description = "Page number, from 1.", minimum = 1),
+        ("per_page" = Option<i64>, Query, description = "Default 50; values above 100 are clamped.", minimum = 1),
+        ("search" = Option<String>, Query, description = "Part of an e-mail address, or a user id."),
+        ("tier" = Option<String>, Query, pattern = "^(free|basic|pro|enterprise)$", description = "Subscription tier. (one of `free`, `basic`, `pro`, `enterprise`)"),
+        ("status" = Option<String>, Query, pattern = "^(active|suspended|disabled)$", description = "Account status. (one of `active`, `suspended`, `disabled`)")
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<UserList>),
+        (status = 400, response = Platform400InvalidRequest),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/admin/users?<page>&<per_page>&<search>&<tier>&<status>")]
 async fn users(
     app: &State<App>,
@@ -100,6 +184,20 @@ async fn users(
     user_admin::list(app, &filter, page).await.map(ok)
 }
 
+#[utoipa::path(
+    tag = "admin",
+    operation_id = "adminMetrics",
+    summary = "Platform metrics",
+    description = "Users by tier, running bots, 24 h volume, request rate, error rate, uptime and revenue (MRR, ARR, churn).",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<crate::admin::metrics::Metrics>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/admin/metrics")]
 async fn metrics(
     app: &State<App>,
@@ -108,6 +206,24 @@ async fn metrics(
     crate::admin::metrics::collect(app).await.map(ok)
 }
 
+#[utoipa::path(
+    tag = "admin",
+    operation_id = "adminGetUser",
+    summary = "One user",
+    description = "A user's account, subscription, trading figures and broker connections.",
+    security(("bearerAuth" = [])),
+    params(
+        ("user_id" = String, Path, description = "The user's id.", example = json!("0b7e6c1e-8d5f-4a8e-b2a4-91c3d2e5f601"))
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<UserDetail>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 404, response = Platform404NotFound),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/admin/users/<user_id>")]
 async fn user(
     app: &State<App>,
@@ -117,6 +233,27 @@ async fn user(
     user_admin::detail(app, user_id).await.map(ok)
 }
 
+#[utoipa::path(
+    tag = "admin",
+    operation_id = "adminUpdateUser",
+    summary = "Change a user's tier, status or notes",
+    description = "Sets the tier outright (ending any trial), suspends, disables or reactivates the account (a suspension ends every session and stops the bot; positions stay open), or sets notes. An admin cannot lock themselves out. Audited as `admin.user_updated`.",
+    security(("bearerAuth" = [])),
+    params(
+        ("user_id" = String, Path, description = "The user's id.", example = json!("0b7e6c1e-8d5f-4a8e-b2a4-91c3d2e5f601"))
+    ),
+    request_body(content = UserUpdate),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<user_admin::Updated>),
+        (status = 400, response = Platform400InvalidBody),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 404, response = Platform404NotFound),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[put("/admin/users/<user_id>", data = "<body>")]
 async fn update_user(
     app: &State<App>,
@@ -130,6 +267,23 @@ async fn update_user(
         .map(ok)
 }
 
+#[utoipa::path(
+    tag = "admin",
+    operation_id = "adminActivateKillSwitch",
+    summary = "Activate the kill switch",
+    description = "Stops every active bot at once (closing positions with exit reason `kill_switch` when asked) and blocks starts with KILL_SWITCH_ACTIVE until lifted. Connected users get `{type: \"kill_switch\"}` on the `bot_status` channel. The body may be empty.",
+    security(("bearerAuth" = [])),
+    request_body(content = KillSwitchRequest),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<KillSwitchActivated>),
+        (status = 400, response = Platform400InvalidBody),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[post("/admin/kill-switch", data = "<body>")]
 async fn activate_kill_switch(
     app: &State<App>,
@@ -142,11 +296,39 @@ async fn activate_kill_switch(
         .map(ok)
 }
 
+#[utoipa::path(
+    tag = "admin",
+    operation_id = "adminKillSwitch",
+    summary = "Kill switch state",
+    description = "Whether the kill switch is active, why, by whom and since when.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<KillSwitchState>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/admin/kill-switch")]
 async fn kill_switch(app: &State<App>, _admin: AdminUser) -> ApiResult<Success<KillSwitchState>> {
     switch::state(app).await.map(ok)
 }
 
+#[utoipa::path(
+    tag = "admin",
+    operation_id = "adminDeactivateKillSwitch",
+    summary = "Lift the kill switch",
+    description = "Allows starts again; bots stay stopped until their users start them.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<KillSwitchState>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[delete("/admin/kill-switch")]
 async fn deactivate_kill_switch(
     app: &State<App>,

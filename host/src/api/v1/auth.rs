@@ -1,28 +1,42 @@
 //! `/api/v1/auth/*`: registration, sign-in, token refresh, sign-out and passwords.
 
-use rocket::{Route, State, get, post, put, routes};
+use rocket::{State, get, post, put};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::App;
 use crate::api::envelope::{Body, OptionalBody, Success, created, ok};
+use crate::api::openapi::prelude::*;
 use crate::auth::service::{self, LoginResponse, RefreshResponse, RegisterRequest, UserView};
 use crate::auth::{AuthUser, ClientMeta};
 use crate::error::ApiResult;
 
-pub fn routes() -> Vec<Route> {
-    routes![
-        register,
-        login,
-        refresh,
-        logout,
-        reset_password,
-        reset_password_confirm,
-        change_password,
-        me
-    ]
-}
+crate::api::handlers![
+    register,
+    login,
+    refresh,
+    logout,
+    reset_password,
+    reset_password_confirm,
+    change_password,
+    me
+];
 
+#[utoipa::path(
+    tag = "auth",
+    operation_id = "authRegister",
+    summary = "Create an account",
+    description = "Creates an account and starts its 14-day trial (tier `free` with basic's limits). No token needed. Answers 201 with the new user; sign in with /auth/login to get tokens.",
+    request_body(content = RegisterRequest),
+    responses(
+        (status = 201, description = "Account created.", body = Enveloped<UserView>),
+        (status = 400, description = "Bad request: INVALID_EMAIL, WEAK_PASSWORD, TERMS_NOT_ACCEPTED, INVALID_REQUEST", body = PlatformError),
+        (status = 409, description = "Conflict: EMAIL_ALREADY_EXISTS", body = PlatformError),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[post("/auth/register", data = "<body>")]
 async fn register(
     app: &State<App>,
@@ -32,12 +46,28 @@ async fn register(
     service::register(app, body.0, &meta).await.map(created)
 }
 
-#[derive(Deserialize)]
+#[derive(utoipa::ToSchema, Deserialize)]
 struct LoginRequest {
     email: String,
     password: String,
 }
 
+#[utoipa::path(
+    tag = "auth",
+    operation_id = "authLogin",
+    summary = "Sign in",
+    description = "Exchanges e-mail and password for an access token (JWT, `expires_in` seconds) and a refresh token. Five failed attempts per e-mail in 15 minutes lock sign-in for that e-mail until the window ends (429). A suspension is revealed only to someone who gave the correct password.",
+    request_body(content = LoginRequest),
+    responses(
+        (status = 200, description = "Signed in.", body = Enveloped<LoginResponse>),
+        (status = 400, response = Platform400InvalidBody),
+        (status = 401, description = "Not authenticated: INVALID_CREDENTIALS", body = PlatformError),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[post("/auth/login", data = "<body>")]
 async fn login(
     app: &State<App>,
@@ -49,11 +79,26 @@ async fn login(
         .map(ok)
 }
 
-#[derive(Deserialize)]
+#[derive(utoipa::ToSchema, Deserialize)]
 struct RefreshRequest {
     refresh_token: String,
 }
 
+#[utoipa::path(
+    tag = "auth",
+    operation_id = "authRefresh",
+    summary = "Refresh the access token",
+    description = "Exchanges a refresh token for a new access token and a new refresh token. The presented one is spent; reusing a spent refresh token revokes the whole session.",
+    request_body(content = RefreshRequest),
+    responses(
+        (status = 200, description = "New tokens.", body = Enveloped<RefreshResponse>),
+        (status = 400, response = Platform400InvalidBody),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[post("/auth/refresh", data = "<body>")]
 async fn refresh(
     app: &State<App>,
@@ -65,13 +110,30 @@ async fn refresh(
         .map(ok)
 }
 
-#[derive(Deserialize, Default)]
+#[derive(utoipa::ToSchema, Deserialize, Default)]
 struct LogoutRequest {
     #[serde(default)]
     revoke_all: bool,
 }
 
 /// The body is optional: an empty one signs out of this session only.
+#[utoipa::path(
+    tag = "auth",
+    operation_id = "authLogout",
+    summary = "Sign out",
+    description = "Ends this session at once (the access token stops working), or every session of the user with `revoke_all: true`. The body may be empty.",
+    security(("bearerAuth" = [])),
+    request_body(content = LogoutRequest),
+    responses(
+        (status = 200, description = "Signed out.", body = Enveloped<Value>, example = json!({"success": true, "data": {"message": "Signed out"}, "timestamp": "2026-11-22T06:40:00.123Z"})),
+        (status = 400, response = Platform400InvalidBody),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[post("/auth/logout", data = "<body>")]
 async fn logout(
     app: &State<App>,
@@ -84,11 +146,25 @@ async fn logout(
     Ok(ok(json!({ "message": message })))
 }
 
-#[derive(Deserialize)]
+#[derive(utoipa::ToSchema, Deserialize)]
 struct ResetRequest {
     email: String,
 }
 
+#[utoipa::path(
+    tag = "auth",
+    operation_id = "authResetPassword",
+    summary = "Request a password reset",
+    description = "Mails a single-use reset token valid for one hour. Always answers the same message, whether or not the address has an account.",
+    request_body(content = ResetRequest),
+    responses(
+        (status = 200, description = "Accepted.", body = Enveloped<Value>),
+        (status = 400, response = Platform400InvalidBody),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[post("/auth/reset-password", data = "<body>")]
 async fn reset_password(
     app: &State<App>,
@@ -99,12 +175,27 @@ async fn reset_password(
     Ok(ok(json!({ "message": message })))
 }
 
-#[derive(Deserialize)]
+#[derive(utoipa::ToSchema, Deserialize)]
 struct ResetConfirmRequest {
     token: String,
     new_password: String,
 }
 
+#[utoipa::path(
+    tag = "auth",
+    operation_id = "authResetPasswordConfirm",
+    summary = "Set a new password with a reset token",
+    description = "Sets the password from the e-mailed token and signs out every session. An unknown or used token is TOKEN_INVALID, an expired one TOKEN_EXPIRED.",
+    request_body(content = ResetConfirmRequest),
+    responses(
+        (status = 200, description = "Password changed.", body = Enveloped<Value>, example = json!({"success": true, "data": {"message": "Password changed; every session has been signed out"}, "timestamp": "2026-11-22T06:40:00.123Z"})),
+        (status = 400, description = "Bad request: WEAK_PASSWORD, INVALID_REQUEST", body = PlatformError),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[post("/auth/reset-password/confirm", data = "<body>")]
 async fn reset_password_confirm(
     app: &State<App>,
@@ -117,12 +208,29 @@ async fn reset_password_confirm(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(utoipa::ToSchema, Deserialize)]
 struct ChangePasswordRequest {
     current_password: String,
     new_password: String,
 }
 
+#[utoipa::path(
+    tag = "auth",
+    operation_id = "authChangePassword",
+    summary = "Change the password",
+    description = "Changes the password of the signed-in user and signs out their other sessions.",
+    security(("bearerAuth" = [])),
+    request_body(content = ChangePasswordRequest),
+    responses(
+        (status = 200, description = "Password changed.", body = Enveloped<Value>),
+        (status = 400, description = "Bad request: WEAK_PASSWORD, INVALID_REQUEST", body = PlatformError),
+        (status = 401, description = "Not authenticated: INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED", body = PlatformError),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[put("/auth/change-password", data = "<body>")]
 async fn change_password(
     app: &State<App>,
@@ -145,6 +253,20 @@ async fn change_password(
 }
 
 /// The signed-in user (an addition to the spec; see docs/api.md).
+#[utoipa::path(
+    tag = "auth",
+    operation_id = "authMe",
+    summary = "The signed-in user",
+    description = "The signed-in user, in the register answer's shape. (An addition to the specification.)",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<UserView>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/auth/me")]
 async fn me(app: &State<App>, user: AuthUser) -> ApiResult<Success<UserView>> {
     service::current_user(app, &user.0).await.map(ok)

@@ -1,33 +1,64 @@
 //! `/api/v1/config/*`: settings, broker connections and the signal webhook key.
 
-use rocket::{Route, State, delete, get, post, put, routes};
+use rocket::{State, delete, get, post, put};
 use serde_json::{Map, Value};
 
 use crate::App;
 use crate::api::envelope::{Body, Success, created, ok};
+use crate::api::openapi::prelude::*;
 use crate::auth::{AuthUser, ClientMeta};
 use crate::brokers::{self, Added, Connections, NewConnection, Removed, TestResult};
 use crate::error::ApiResult;
 use crate::settings::{self, Settings, Updated};
 use crate::signals::{self, WebhookKey};
 
-pub fn routes() -> Vec<Route> {
-    routes![
-        get_settings,
-        put_settings,
-        list_brokers,
-        add_broker,
-        remove_broker,
-        test_broker,
-        webhook_key
-    ]
-}
+crate::api::handlers![
+    get_settings,
+    put_settings,
+    list_brokers,
+    add_broker,
+    remove_broker,
+    test_broker,
+    webhook_key
+];
 
+#[utoipa::path(
+    tag = "config",
+    operation_id = "configGetSettings",
+    summary = "Settings",
+    description = "The whole settings object with defaults filled in: trading, notifications, advanced and risk thresholds.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<Settings>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/config/settings")]
 async fn get_settings(app: &State<App>, user: AuthUser) -> ApiResult<Success<Settings>> {
     settings::get(app, &user.0).await.map(ok)
 }
 
+#[utoipa::path(
+    tag = "config",
+    operation_id = "configUpdateSettings",
+    summary = "Change settings",
+    description = "Changes any subset of the settings, nested by section. A refusal changes nothing, not even valid fields beside the bad one. The engine applies the tighter of a setting and the tier.",
+    security(("bearerAuth" = [])),
+    request_body(content = Object),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<Updated>),
+        (status = 400, description = "Bad request: INVALID_SETTING, INVALID_RISK_LEVEL, INVALID_REQUEST", body = PlatformError),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 402, description = "Payment required: SUBSCRIPTION_REQUIRED", body = PlatformError),
+        (status = 403, description = "Forbidden: EXCEEDS_TIER_LIMIT, ACCOUNT_SUSPENDED, ACCOUNT_DISABLED", body = PlatformError),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[put("/config/settings", data = "<body>")]
 async fn put_settings(
     app: &State<App>,
@@ -37,11 +68,44 @@ async fn put_settings(
     settings::update(app, &user.0, body.0).await.map(ok)
 }
 
+#[utoipa::path(
+    tag = "config",
+    operation_id = "configListBrokers",
+    summary = "Broker connections",
+    description = "The user's broker connections with masked keys; secrets are never returned.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<Connections>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/config/brokers")]
 async fn list_brokers(app: &State<App>, user: AuthUser) -> ApiResult<Success<Connections>> {
     brokers::list(app, &user.0).await.map(ok)
 }
 
+#[utoipa::path(
+    tag = "config",
+    operation_id = "configAddBroker",
+    summary = "Connect a broker",
+    description = "Validates the keys through the broker's plugin, then stores them sealed. Answers 201.",
+    security(("bearerAuth" = [])),
+    request_body(content = NewConnection),
+    responses(
+        (status = 201, description = "Connected.", body = Enveloped<Added>),
+        (status = 400, description = "Bad request: UNSUPPORTED_BROKER, INVALID_API_KEY, INVALID_REQUEST", body = PlatformError),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, description = "Forbidden: EXCEEDS_TIER_LIMIT, ACCOUNT_SUSPENDED, ACCOUNT_DISABLED", body = PlatformError),
+        (status = 409, description = "Conflict: BROKER_ALREADY_CONNECTED", body = PlatformError),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError),
+        (status = 502, response = Platform502PluginError)
+    ),
+)]
 #[post("/config/brokers", data = "<body>")]
 async fn add_broker(
     app: &State<App>,
@@ -52,6 +116,25 @@ async fn add_broker(
     brokers::add(app, &user.0, &meta, body.0).await.map(created)
 }
 
+#[utoipa::path(
+    tag = "config",
+    operation_id = "configRemoveBroker",
+    summary = "Disconnect a broker",
+    description = "Removes the connection and its keys; warns about positions still open on it. Refused while the bot runs on it.",
+    security(("bearerAuth" = [])),
+    params(
+        ("broker_id" = String, Path, description = "The connection's id.", example = json!("6f1c2a9e-3b1d-4c55-9a61-2f0d8e7b4a10"))
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<Removed>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 404, response = Platform404NotFound),
+        (status = 409, description = "Conflict: BROKER_IN_USE", body = PlatformError),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[delete("/config/brokers/<broker_id>")]
 async fn remove_broker(
     app: &State<App>,
@@ -64,6 +147,26 @@ async fn remove_broker(
         .map(ok)
 }
 
+#[utoipa::path(
+    tag = "config",
+    operation_id = "configTestBroker",
+    summary = "Test a broker connection",
+    description = "Validates the stored keys with the broker now: latency, permissions and account balance.",
+    security(("bearerAuth" = [])),
+    params(
+        ("broker_id" = String, Path, description = "The connection's id.", example = json!("6f1c2a9e-3b1d-4c55-9a61-2f0d8e7b4a10"))
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<TestResult>),
+        (status = 400, description = "Bad request: INVALID_API_KEY", body = PlatformError),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 404, response = Platform404NotFound),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError),
+        (status = 502, description = "Bad gateway: BROKER_ERROR, PLUGIN_ERROR", body = PlatformError)
+    ),
+)]
 #[post("/config/brokers/<broker_id>/test")]
 async fn test_broker(
     app: &State<App>,
@@ -73,6 +176,20 @@ async fn test_broker(
     brokers::test(app, &user.0, broker_id).await.map(ok)
 }
 
+#[utoipa::path(
+    tag = "config",
+    operation_id = "configCreateWebhookKey",
+    summary = "Create the signal webhook key",
+    description = "Creates the key for POST /webhooks/signals, shown this once. Creating a new one ends the old at once.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<WebhookKey>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[post("/config/webhook-key")]
 async fn webhook_key(
     app: &State<App>,

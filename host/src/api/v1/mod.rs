@@ -11,20 +11,16 @@ pub mod subscription;
 pub mod trading;
 pub mod webhooks;
 
-use rocket::Route;
-
-pub fn routes() -> Vec<Route> {
-    [
-        auth::routes(),
-        admin::routes(),
-        plugins::routes(),
-        trading::routes(),
-        account::routes(),
-        analytics::routes(),
-        config::routes(),
-        notifications::routes(),
-        subscription::routes(),
-        webhooks::routes(),
-    ]
-    .concat()
-}
+// The platform API's routes and their documentation.
+crate::api::route_sets![
+    auth,
+    admin,
+    plugins,
+    trading,
+    account,
+    analytics,
+    config,
+    notifications,
+    subscription,
+    webhooks,
+];

@@ -2,26 +2,58 @@
 
 use std::collections::BTreeMap;
 
-use rocket::{Route, State, get, post, put, routes};
+use rocket::{State, get, post, put};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::App;
 use crate::admin::plugins::{self, PluginDetail, UploadRequest};
 use crate::api::envelope::{Body, PluginBody, Success, ok};
+use crate::api::openapi::prelude::*;
 use crate::auth::{AdminUser, ClientMeta};
 use crate::error::ApiResult;
 use crate::plugins::registry::PluginSummary;
 
-pub fn routes() -> Vec<Route> {
-    routes![list, detail, upload, activate, rollback, configure]
-}
+crate::api::handlers![list, detail, upload, activate, rollback, configure];
 
+#[utoipa::path(
+    tag = "plugins",
+    operation_id = "pluginsList",
+    summary = "List plugins",
+    description = "Every plugin (strategies, risk rules, brokers): active and previous version, stored versions, configuration and its schema.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<Value>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/admin/plugins")]
 fn list(app: &State<App>, _admin: AdminUser) -> Success<Value> {
     ok(serde_json::json!({ "plugins": plugins::list(app) }))
 }
 
+#[utoipa::path(
+    tag = "plugins",
+    operation_id = "pluginsGet",
+    summary = "One plugin",
+    description = "A plugin's summary plus `live`: what its active version answers to `describe` right now.",
+    security(("bearerAuth" = [])),
+    params(
+        ("name" = String, Path, description = "Plugin name.", example = json!("ema-cross"))
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<PluginDetail>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 404, response = Platform404NotFound),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError),
+        (status = 502, response = Platform502PluginError)
+    ),
+)]
 #[get("/admin/plugins/<name>")]
 async fn detail(
     app: &State<App>,
@@ -31,6 +63,24 @@ async fn detail(
     plugins::detail(app, name).await.map(ok)
 }
 
+#[utoipa::path(
+    tag = "plugins",
+    operation_id = "pluginsUpload",
+    summary = "Upload a plugin version",
+    description = "Checks a WebAssembly component against its manifest and stores it as a new version (active at once with `activate: true`). Uploads may be up to 48 MiB.",
+    security(("bearerAuth" = [])),
+    request_body(content = UploadRequest),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<PluginSummary>),
+        (status = 400, response = Platform400InvalidBody),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError),
+        (status = 502, response = Platform502PluginError)
+    ),
+)]
 #[post("/admin/plugins", data = "<body>")]
 async fn upload(
     app: &State<App>,
@@ -41,11 +91,33 @@ async fn upload(
     plugins::upload(app, &admin.0, &meta, body.0).await.map(ok)
 }
 
-#[derive(Deserialize)]
+#[derive(utoipa::ToSchema, Deserialize)]
 struct ActivateRequest {
     version: String,
 }
 
+#[utoipa::path(
+    tag = "plugins",
+    operation_id = "pluginsActivate",
+    summary = "Activate a version",
+    description = "Makes a stored version active atomically: running calls finish on the old one, the next uses the new one.",
+    security(("bearerAuth" = [])),
+    params(
+        ("name" = String, Path, description = "Plugin name.", example = json!("ema-cross"))
+    ),
+    request_body(content = ActivateRequest),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<PluginSummary>),
+        (status = 400, response = Platform400InvalidBody),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 404, response = Platform404NotFound),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError),
+        (status = 502, response = Platform502PluginError)
+    ),
+)]
 #[post("/admin/plugins/<name>/activate", data = "<body>")]
 async fn activate(
     app: &State<App>,
@@ -59,6 +131,25 @@ async fn activate(
         .map(ok)
 }
 
+#[utoipa::path(
+    tag = "plugins",
+    operation_id = "pluginsRollback",
+    summary = "Roll back",
+    description = "Makes the previously active version active again.",
+    security(("bearerAuth" = [])),
+    params(
+        ("name" = String, Path, description = "Plugin name.", example = json!("ema-cross"))
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<PluginSummary>),
+        (status = 400, response = Platform400InvalidRequest),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 404, response = Platform404NotFound),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[post("/admin/plugins/<name>/rollback")]
 async fn rollback(
     app: &State<App>,
@@ -69,11 +160,32 @@ async fn rollback(
     plugins::rollback(app, &admin.0, &meta, name).await.map(ok)
 }
 
-#[derive(Deserialize)]
+#[derive(utoipa::ToSchema, Deserialize)]
 struct ConfigureRequest {
     config: BTreeMap<String, Value>,
 }
 
+#[utoipa::path(
+    tag = "plugins",
+    operation_id = "pluginsConfigure",
+    summary = "Configure a plugin",
+    description = "Sets the plugin's configuration (scalars only), checked against its manifest's schema.",
+    security(("bearerAuth" = [])),
+    params(
+        ("name" = String, Path, description = "Plugin name.", example = json!("ema-cross"))
+    ),
+    request_body(content = ConfigureRequest),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<PluginSummary>),
+        (status = 400, response = Platform400InvalidBody),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
+        (status = 404, response = Platform404NotFound),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[put("/admin/plugins/<name>/config", data = "<body>")]
 async fn configure(
     app: &State<App>,

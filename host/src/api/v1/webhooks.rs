@@ -2,10 +2,11 @@
 
 use rocket::data::{Data, ToByteUnit};
 use rocket::request::{FromRequest, Outcome, Request};
-use rocket::{Route, State, get, post, routes};
+use rocket::{State, get, post};
 
 use crate::App;
 use crate::api::envelope::{Body, Success, ok};
+use crate::api::openapi::prelude::*;
 use crate::auth::AuthUser;
 use crate::billing::webhook::{self, Received as PaymentReceived};
 use crate::engine::signals::SignalView;
@@ -15,10 +16,23 @@ use crate::signals::{self, Reader, Received, SignalRequest};
 /// Largest payment-provider event accepted.
 const MAX_EVENT_BYTES: u64 = 256 * 1024;
 
-pub fn routes() -> Vec<Route> {
-    routes![signal, signal_status, payment]
-}
+crate::api::handlers![signal, signal_status, payment];
 
+#[utoipa::path(
+    tag = "webhooks",
+    operation_id = "webhooksSignal",
+    summary = "Receive a trading signal",
+    description = "For alerting tools: `buy` opens a long when flat or closes a short, `sell` the mirror image, `close` closes the symbol's position. Authenticated by the `api_key` field (no bearer token). The running bot acts in its next scan through the same settings, limits and risk rules as a strategy's signal.",
+    request_body(content = SignalRequest),
+    responses(
+        (status = 200, description = "Queued for the bot.", body = Enveloped<Received>),
+        (status = 400, description = "Bad request: NOT_RUNNING, INVALID_REQUEST", body = PlatformError),
+        (status = 401, description = "Not authenticated: TOKEN_INVALID", body = PlatformError),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, description = "Too many requests: RATE_LIMIT_EXCEEDED", body = PlatformError, headers(("Retry-After"))),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[post("/webhooks/signals", data = "<body>")]
 async fn signal(app: &State<App>, body: Body<SignalRequest>) -> ApiResult<Success<Received>> {
     signals::receive(app, body.0).await.map(ok)
@@ -39,6 +53,23 @@ impl<'r> FromRequest<'r> for WebhookKey {
 }
 
 /// What became of a signal: for its sender (the webhook key in `X-Webhook-Key`) or the user.
+#[utoipa::path(
+    tag = "webhooks",
+    operation_id = "webhookSignalStatus",
+    summary = "What became of a signal",
+    description = "The outcome of a signal by the `trade_id` its sender got: for the sender with the webhook key in `X-Webhook-Key`, or for the user with a bearer token. (Without either: `TOKEN_INVALID`.)",
+    params(
+        ("trade_id" = String, Path, description = "The signal's trade_id.", example = json!("6f1c2a9e-3b1d-4c55-9a61-2f0d8e7b4a10")),
+        ("X-Webhook-Key" = Option<String>, Header, description = "The user's webhook key (instead of a bearer token).")
+    ),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<SignalView>),
+        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
+        (status = 404, response = Platform404NotFound),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError)
+    ),
+)]
 #[get("/webhooks/signals/<trade_id>")]
 async fn signal_status(
     app: &State<App>,
@@ -75,6 +106,25 @@ impl<'r> FromRequest<'r> for StripeSignature {
     }
 }
 
+#[utoipa::path(
+    tag = "webhooks",
+    operation_id = "webhooksPayment",
+    summary = "Receive a payment-provider event",
+    description = "Stripe-compatible events signed with `PAYMENT_WEBHOOK_SECRET` (`Stripe-Signature: t=…,v1=<hex HMAC-SHA256 of \"t.body\">`, five minutes' tolerance). Handles `invoice.payment_succeeded`, `invoice.payment_failed`, `customer.subscription.deleted` and `customer.subscription.updated`; a repeated event id is answered without acting again. Without a configured secret every event gets SERVICE_UNAVAILABLE.",
+    params(
+        ("Stripe-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC>", example = json!("t=1795329600,v1=5257a869..."))
+    ),
+    request_body(content = Object, description = "At most 256 KiB, raw bytes as signed."),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<PaymentReceived>),
+        (status = 400, response = Platform400InvalidBody),
+        (status = 401, description = "Not authenticated: INVALID_SIGNATURE", body = PlatformError),
+        (status = 413, response = Platform413PayloadTooLarge),
+        (status = 429, response = Platform429RateLimitExceeded),
+        (status = 500, response = Platform500InternalError),
+        (status = 503, description = "Service unavailable: SERVICE_UNAVAILABLE", body = PlatformError)
+    ),
+)]
 #[post("/webhooks/payments", data = "<body>")]
 async fn payment(
     app: &State<App>,
