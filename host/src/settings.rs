@@ -21,6 +21,7 @@ pub const DEFAULT_PAIRS: [&str; 10] = [
     "LINK-USD", "LTC-USD",
 ];
 pub const MAX_ALLOWED_PAIRS: usize = 50;
+pub const RISK_LEVELS: [&str; 3] = ["low", "medium", "high"];
 
 /// Risk-alarm thresholds (names of the KPI routes) with their defaults and allowed ranges.
 pub const THRESHOLDS: [(&str, f64, f64, f64); 12] = [
@@ -38,7 +39,7 @@ pub const THRESHOLDS: [(&str, f64, f64, f64); 12] = [
     ("min_profit_factor", 1.0, 0.0, 1000.0),
 ];
 
-const NOTIFICATIONS: [(&str, bool); 5] = [
+pub const NOTIFICATIONS: [(&str, bool); 5] = [
     ("email_enabled", true),
     ("push_enabled", false),
     ("trade_notifications", true),
@@ -46,7 +47,7 @@ const NOTIFICATIONS: [(&str, bool); 5] = [
     ("weekly_report", false),
 ];
 
-const ADVANCED: [&str; 4] = [
+pub const ADVANCED: [&str; 4] = [
     "enable_meta_ai",
     "enable_mmin",
     "enable_gmig",
@@ -187,7 +188,6 @@ fn exceeds(
     .detail("limit", limit)
 }
 
-/// A symbol of the form BASE-QUOTE, upper case.
 /// The notification switches: the user's stored choices over the defaults.
 pub fn notifications_of(stored: &Map<String, Value>) -> BTreeMap<String, bool> {
     let section = stored.get("notifications").and_then(Value::as_object);
@@ -200,6 +200,11 @@ pub fn notifications_of(stored: &Map<String, Value>) -> BTreeMap<String, bool> {
         .collect()
 }
 
+/// What `valid_pair` accepts, for the API's description (entries are trimmed and upper-cased
+/// before the check).
+pub const PAIR_PATTERN: &str = "^[A-Za-z0-9]{1,12}-[A-Za-z0-9]{1,12}$";
+
+/// A symbol of the form BASE-QUOTE, upper case.
 pub fn valid_pair(symbol: &str) -> bool {
     let part = |p: &str| {
         (1..=12).contains(&p.len())
@@ -237,7 +242,7 @@ pub fn merge(
         for (key, value) in fields {
             let checked: Value = match (section.as_str(), key.as_str()) {
                 ("trading", "risk_level") => match value.as_str() {
-                    Some(level @ ("low" | "medium" | "high")) => Value::from(level),
+                    Some(level) if RISK_LEVELS.contains(&level) => Value::from(level),
                     _ => {
                         return Err(ApiError::new(
                             ErrorCode::InvalidRiskLevel,

@@ -39,7 +39,7 @@ crate::api::handlers![
     operation_id = "backendRegister",
     summary = "Register (backend)",
     description = "Creates an account on the 14-day `free` trial and signs it in. `subscription_tier` must be basic, pro or enterprise when given, but a paid tier is only granted through billing. Answers 200 (not 201). Validation errors are FastAPI's 422 detail list.",
-    request_body(content = Registration),
+    request_body(content = Registration, example = json!({"email": "ada@example.com", "password": "correct horse battery", "subscription_tier": "basic"})),
     responses(
         (status = 200, description = "Registered and signed in.", body = TokenResponse),
         (status = 409, description = "Conflict: User already exists", body = DetailError),
@@ -69,7 +69,7 @@ async fn register(
     operation_id = "backendLogin",
     summary = "Sign in (backend)",
     description = "Signs in with e-mail and password; the token also works on the platform API.",
-    request_body(content = Credentials),
+    request_body(content = Credentials, example = json!({"email": "ada@example.com", "password": "correct horse battery"})),
     responses(
         (status = 200, description = "Signed in.", body = TokenResponse),
         (status = 401, description = "Not authenticated: Invalid credentials", body = DetailError, headers(("WWW-Authenticate"))),
@@ -232,7 +232,7 @@ async fn config(app: &State<App>, user: AuthUser) -> ApiResult<Json<Config>> {
     summary = "Change trading limits",
     description = "Changes the same settings as `PUT /api/v1/config/settings` (tier limits included) and answers the GET shape. Nothing changes on an error: 400 with the platform's message for a bad or over-limit value, 422 for an unknown field or a non-object body.",
     security(("bearerAuth" = [])),
-    request_body(content = Object),
+    request_body(content = Object, example = json!({"max_position_size_usd": 250.0, "max_daily_loss_usd": 200.0, "max_positions": 3, "paper_trading": true, "risk_level": "low"})),
     responses(
         (status = 200, description = "OK", body = Config),
         (status = 400, description = "Bad request: Risk level must be low, medium or high", body = DetailError),
@@ -264,8 +264,9 @@ struct ControlRequest {
     summary = "Start, stop, pause or resume",
     description = "One route for the four bot commands (`action` in any case).",
     security(("bearerAuth" = [])),
-    request_body(content = ControlRequest),
+    request_body(content = ControlRequest, example = json!({"action": "start"})),
     responses(
+        (status = 403, description = "Forbidden: Trading is blocked by the kill switch (starting)", body = DetailError),
         (status = 200, description = "OK", body = Control, example = json!({"action": "start", "message": "Trading started", "status": "starting", "user_id": "0b7e6c1e-8d5f-4a8e-b2a4-91c3d2e5f601"})),
         (status = 400, description = "Bad request: Action is required (start/stop/pause/resume); Invalid action. Use: start, stop, pause or resume; Bot is already running; No active trading instance found", body = DetailError),
         (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
@@ -310,8 +311,9 @@ async fn brokers(app: &State<App>, user: AuthUser) -> ApiResult<Json<BrokerList>
     params(
         ("broker" = String, Path, description = "Broker name, any case: paper, coinbase, kraken, binance, okx or alpaca.", example = json!("kraken"))
     ),
-    request_body(content = BrokerCredentials),
+    request_body(content = BrokerCredentials, example = json!({"api_key": "pk_1234", "api_secret": "sk_abcd"})),
     responses(
+        (status = 403, description = "Forbidden: the subscription tier's number of exchange connections is reached", body = DetailError),
         (status = 200, description = "OK", body = Object),
         (status = 400, description = "Bad request: Unsupported broker. Supported: paper, coinbase, kraken, binance, okx, alpaca; The broker rejected the API key", body = DetailError),
         (status = 401, response = Detail401TokenExpiredOrTokenInvalid),

@@ -102,7 +102,7 @@ async fn drawdown_curve(
     summary = "Record a snapshot",
     description = "Records a performance snapshot given by the client (the KPI tracker also records one per interval). NAV = equity = cash + positions value.",
     security(("bearerAuth" = [])),
-    request_body(content = Object),
+    request_body(content = Object, example = json!({"cash": 800.0, "positions_value": 300.0, "unrealized_pnl": 12.0, "realized_pnl_today": 15.0, "total_trades": 10, "winning_trades": 6, "losing_trades": 4})),
     responses(
         (status = 200, description = "OK", body = Object),
         (status = 400, description = "Bad request: Request body is required; Missing required fields: positions_value, unrealized_pnl; total_trades must be a non-negative integer", body = CompanionError),

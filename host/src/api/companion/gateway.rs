@@ -39,7 +39,7 @@ fn root(app: &State<App>) -> Json<Value> {
     summary = "Start trading (gateway)",
     description = "Starts the bot like `POST /api/start_bot`.",
     security(("bearerAuth" = [])),
-    request_body(content = Object, description = "Must be a JSON object (`{}` is enough); anything else is a 422."),
+    request_body(content = Object, description = "Must be a JSON object (`{}` is enough); anything else is a 422.", example = json!({})),
     responses(
         (status = 200, description = "OK", body = Control),
         (status = 400, description = "Bad request: Trading is already running", body = DetailError),
@@ -65,7 +65,7 @@ async fn start(
     summary = "Stop trading (gateway)",
     description = "Stops the bot, leaving positions open.",
     security(("bearerAuth" = [])),
-    request_body(content = Object, description = "Must be a JSON object (`{}` is enough); anything else is a 422."),
+    request_body(content = Object, description = "Must be a JSON object (`{}` is enough); anything else is a 422.", example = json!({})),
     responses(
         (status = 200, description = "OK", body = Control, example = json!({"success": true, "message": "Trading engine stopped successfully", "status": "stopped", "timestamp": "2026-11-22T06:40:00.123456Z"})),
         (status = 400, description = "Bad request: Already stopped", body = DetailError),

@@ -70,7 +70,7 @@ async fn user_reconciliation(
     params(
         ("user_id" = String, Path, description = "The user's id.", example = json!("0b7e6c1e-8d5f-4a8e-b2a4-91c3d2e5f601"))
     ),
-    request_body(content = ResolveRequest),
+    request_body(content = ResolveRequest, example = json!({})),
     responses(
         (status = 200, description = "OK", body = Enveloped<Reconciliation>),
         (status = 400, response = Platform400InvalidBody),
@@ -242,7 +242,7 @@ async fn user(
     params(
         ("user_id" = String, Path, description = "The user's id.", example = json!("0b7e6c1e-8d5f-4a8e-b2a4-91c3d2e5f601"))
     ),
-    request_body(content = UserUpdate),
+    request_body(content = UserUpdate, example = json!({"subscription_tier": "pro", "status": "active", "notes": "Upgraded after support call"})),
     responses(
         (status = 200, description = "OK", body = Enveloped<user_admin::Updated>),
         (status = 400, response = Platform400InvalidBody),
@@ -273,7 +273,7 @@ async fn update_user(
     summary = "Activate the kill switch",
     description = "Stops every active bot at once (closing positions with exit reason `kill_switch` when asked) and blocks starts with KILL_SWITCH_ACTIVE until lifted. Connected users get `{type: \"kill_switch\"}` on the `bot_status` channel. The body may be empty.",
     security(("bearerAuth" = [])),
-    request_body(content = KillSwitchRequest),
+    request_body(content = KillSwitchRequest, example = json!({"reason": "Exchange incident", "close_all_positions": false, "notify_users": true})),
     responses(
         (status = 200, description = "OK", body = Enveloped<KillSwitchActivated>),
         (status = 400, response = Platform400InvalidBody),

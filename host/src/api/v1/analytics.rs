@@ -75,7 +75,7 @@ async fn trades(
     summary = "Create an export",
     description = "Writes trades, positions, the ledger, daily P&L or the equity curve as CSV or JSON and answers a download link that works without a bearer token for 15 minutes.",
     security(("bearerAuth" = [])),
-    request_body(content = ExportRequest),
+    request_body(content = ExportRequest, example = json!({"format": "csv", "data_type": "trades", "start_date": "2026-11-01", "end_date": "2026-11-21", "include_closed_positions": true, "include_open_positions": false})),
     responses(
         (status = 200, description = "OK", body = Enveloped<Exported>),
         (status = 400, response = Platform400InvalidBody),

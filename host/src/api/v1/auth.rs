@@ -27,7 +27,7 @@ crate::api::handlers![
     operation_id = "authRegister",
     summary = "Create an account",
     description = "Creates an account and starts its 14-day trial (tier `free` with basic's limits). No token needed. Answers 201 with the new user; sign in with /auth/login to get tokens.",
-    request_body(content = RegisterRequest),
+    request_body(content = RegisterRequest, example = json!({"email": "ada@example.com", "password": "correct horse battery", "full_name": "Ada Lovelace", "accept_terms": true})),
     responses(
         (status = 201, description = "Account created.", body = Enveloped<UserView>),
         (status = 400, description = "Bad request: INVALID_EMAIL, WEAK_PASSWORD, TERMS_NOT_ACCEPTED, INVALID_REQUEST", body = PlatformError),
@@ -57,7 +57,7 @@ struct LoginRequest {
     operation_id = "authLogin",
     summary = "Sign in",
     description = "Exchanges e-mail and password for an access token (JWT, `expires_in` seconds) and a refresh token. Five failed attempts per e-mail in 15 minutes lock sign-in for that e-mail until the window ends (429). A suspension is revealed only to someone who gave the correct password.",
-    request_body(content = LoginRequest),
+    request_body(content = LoginRequest, example = json!({"email": "ada@example.com", "password": "correct horse battery"})),
     responses(
         (status = 200, description = "Signed in.", body = Enveloped<LoginResponse>),
         (status = 400, response = Platform400InvalidBody),
@@ -89,7 +89,7 @@ struct RefreshRequest {
     operation_id = "authRefresh",
     summary = "Refresh the access token",
     description = "Exchanges a refresh token for a new access token and a new refresh token. The presented one is spent; reusing a spent refresh token revokes the whole session.",
-    request_body(content = RefreshRequest),
+    request_body(content = RefreshRequest, example = json!({"refresh_token": "rt_5b0c7f..."})),
     responses(
         (status = 200, description = "New tokens.", body = Enveloped<RefreshResponse>),
         (status = 400, response = Platform400InvalidBody),
@@ -123,7 +123,7 @@ struct LogoutRequest {
     summary = "Sign out",
     description = "Ends this session at once (the access token stops working), or every session of the user with `revoke_all: true`. The body may be empty.",
     security(("bearerAuth" = [])),
-    request_body(content = LogoutRequest),
+    request_body(content = LogoutRequest, example = json!({"revoke_all": false})),
     responses(
         (status = 200, description = "Signed out.", body = Enveloped<Value>, example = json!({"success": true, "data": {"message": "Signed out"}, "timestamp": "2026-11-22T06:40:00.123Z"})),
         (status = 400, response = Platform400InvalidBody),
@@ -156,7 +156,7 @@ struct ResetRequest {
     operation_id = "authResetPassword",
     summary = "Request a password reset",
     description = "Mails a single-use reset token valid for one hour. Always answers the same message, whether or not the address has an account.",
-    request_body(content = ResetRequest),
+    request_body(content = ResetRequest, example = json!({"email": "ada@example.com"})),
     responses(
         (status = 200, description = "Accepted.", body = Enveloped<Value>),
         (status = 400, response = Platform400InvalidBody),
@@ -186,7 +186,7 @@ struct ResetConfirmRequest {
     operation_id = "authResetPasswordConfirm",
     summary = "Set a new password with a reset token",
     description = "Sets the password from the e-mailed token and signs out every session. An unknown or used token is TOKEN_INVALID, an expired one TOKEN_EXPIRED.",
-    request_body(content = ResetConfirmRequest),
+    request_body(content = ResetConfirmRequest, example = json!({"token": "prt_1d2c...", "new_password": "another long passphrase"})),
     responses(
         (status = 200, description = "Password changed.", body = Enveloped<Value>, example = json!({"success": true, "data": {"message": "Password changed; every session has been signed out"}, "timestamp": "2026-11-22T06:40:00.123Z"})),
         (status = 400, description = "Bad request: WEAK_PASSWORD, INVALID_REQUEST", body = PlatformError),
@@ -220,7 +220,7 @@ struct ChangePasswordRequest {
     summary = "Change the password",
     description = "Changes the password of the signed-in user and signs out their other sessions.",
     security(("bearerAuth" = [])),
-    request_body(content = ChangePasswordRequest),
+    request_body(content = ChangePasswordRequest, example = json!({"current_password": "correct horse battery", "new_password": "another long passphrase"})),
     responses(
         (status = 200, description = "Password changed.", body = Enveloped<Value>),
         (status = 400, description = "Bad request: WEAK_PASSWORD, INVALID_REQUEST", body = PlatformError),

@@ -1,7 +1,9 @@
 //! `/api/v1/config/*`: settings, broker connections and the signal webhook key.
 
 use rocket::{State, delete, get, post, put};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+use utoipa::openapi::schema::{AdditionalProperties, ArrayBuilder, ObjectBuilder, Type};
+use utoipa::openapi::{RefOr, Schema};
 
 use crate::App;
 use crate::api::envelope::{Body, Success, created, ok};
@@ -47,7 +49,7 @@ async fn get_settings(app: &State<App>, user: AuthUser) -> ApiResult<Success<Set
     summary = "Change settings",
     description = "Changes any subset of the settings, nested by section. A refusal changes nothing, not even valid fields beside the bad one. The engine applies the tighter of a setting and the tier.",
     security(("bearerAuth" = [])),
-    request_body(content = Object),
+    request_body(content = SettingsPatch),
     responses(
         (status = 200, description = "OK", body = Enveloped<Updated>),
         (status = 400, description = "Bad request: INVALID_SETTING, INVALID_RISK_LEVEL, INVALID_REQUEST", body = PlatformError),
@@ -93,7 +95,7 @@ async fn list_brokers(app: &State<App>, user: AuthUser) -> ApiResult<Success<Con
     summary = "Connect a broker",
     description = "Validates the keys through the broker's plugin, then stores them sealed. Answers 201.",
     security(("bearerAuth" = [])),
-    request_body(content = NewConnection),
+    request_body(content = NewConnection, example = json!({"broker": "paper", "api_key": "pk_live_1234", "api_secret": "sk_live_abcd", "additional_params": {}})),
     responses(
         (status = 201, description = "Connected.", body = Enveloped<Added>),
         (status = 400, description = "Bad request: UNSUPPORTED_BROKER, INVALID_API_KEY, INVALID_REQUEST", body = PlatformError),
@@ -198,3 +200,96 @@ async fn webhook_key(
 ) -> ApiResult<Success<WebhookKey>> {
     signals::create_key(app, &user.0, &meta).await.map(ok)
 }
+
+/// The body of `PUT /config/settings`: any part of the settings document. It is described from
+/// the tables `settings::update` checks against, so the two cannot disagree; an unknown section
+/// or name is refused (INVALID_SETTING), hence `additionalProperties: false` at every level.
+pub struct SettingsPatch;
+
+impl utoipa::PartialSchema for SettingsPatch {
+    fn schema() -> RefOr<Schema> {
+        let closed = |object: ObjectBuilder| {
+            object
+                .schema_type(Type::Object)
+                .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        };
+        let positive = || {
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .exclusive_minimum(Some(0.0))
+        };
+        let boolean = || ObjectBuilder::new().schema_type(Type::Boolean);
+        let trading = closed(ObjectBuilder::new())
+            .property(
+                "risk_level",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some(settings::RISK_LEVELS)),
+            )
+            .property(
+                "max_position_size_usd",
+                positive().description(Some("At most the subscription tier's limit.")),
+            )
+            .property(
+                "max_concurrent_positions",
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .minimum(Some(1))
+                    .description(Some("At most the subscription tier's limit.")),
+            )
+            .property("max_daily_loss_usd", positive())
+            .property(
+                "allowed_pairs",
+                ArrayBuilder::new()
+                    .items(
+                        ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .pattern(Some(settings::PAIR_PATTERN)),
+                    )
+                    .min_items(Some(1))
+                    .max_items(Some(settings::MAX_ALLOWED_PAIRS)),
+            )
+            .property(
+                "paper_trading",
+                boolean().description(Some("`false` needs a paid subscription.")),
+            );
+        let switches = |names: &mut dyn Iterator<Item = &'static str>| {
+            names.fold(closed(ObjectBuilder::new()), |object, name| {
+                object.property(name, boolean())
+            })
+        };
+        let thresholds = settings::THRESHOLDS.iter().fold(
+            closed(ObjectBuilder::new()),
+            |object, (name, default, min, max)| {
+                object.property(
+                    *name,
+                    ObjectBuilder::new()
+                        .schema_type(Type::Number)
+                        .minimum(Some(*min))
+                        .maximum(Some(*max))
+                        .default(Some((*default).into())),
+                )
+            },
+        );
+        closed(ObjectBuilder::new())
+            .property("trading", trading)
+            .property(
+                "notifications",
+                switches(&mut settings::NOTIFICATIONS.iter().map(|(name, _)| *name)),
+            )
+            .property(
+                "advanced",
+                switches(&mut settings::ADVANCED.iter().copied()),
+            )
+            .property("risk_thresholds", thresholds)
+            .min_properties(Some(1))
+            .examples([json!({
+                "trading": {"risk_level": "low", "max_position_size_usd": 250},
+                "notifications": {"daily_summary": false},
+                "risk_thresholds": {"max_drawdown_pct": 12}
+            })])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for SettingsPatch {}

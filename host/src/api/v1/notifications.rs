@@ -46,7 +46,7 @@ async fn list_webhooks(app: &State<App>, user: AuthUser) -> ApiResult<Success<We
     summary = "Add a notification webhook",
     description = "Checks the URL (https, not a private, loopback or link-local address; no credentials) and stores it sealed. Answers 201; a user's first webhook also shows the signing secret, once. At most 10 per user.",
     security(("bearerAuth" = [])),
-    request_body(content = NewWebhook),
+    request_body(content = NewWebhook, example = json!({"url": "https://hooks.example.com/tradehost", "format": "json"})),
     responses(
         (status = 201, description = "Created", body = Enveloped<Added>),
         (status = 400, response = Platform400InvalidRequest),

@@ -69,7 +69,7 @@ async fn detail(
     summary = "Upload a plugin version",
     description = "Checks a WebAssembly component against its manifest and stores it as a new version (active at once with `activate: true`). Uploads may be up to 48 MiB.",
     security(("bearerAuth" = [])),
-    request_body(content = UploadRequest),
+    request_body(content = UploadRequest, example = json!({"wasm_base64": "AGFzbQ0AAQA...", "activate": false})),
     responses(
         (status = 200, description = "OK", body = Enveloped<PluginSummary>),
         (status = 400, response = Platform400InvalidBody),
@@ -105,7 +105,7 @@ struct ActivateRequest {
     params(
         ("name" = String, Path, description = "Plugin name.", example = json!("ema-cross"))
     ),
-    request_body(content = ActivateRequest),
+    request_body(content = ActivateRequest, example = json!({"version": "1.2.0"})),
     responses(
         (status = 200, description = "OK", body = Enveloped<PluginSummary>),
         (status = 400, response = Platform400InvalidBody),
@@ -174,7 +174,7 @@ struct ConfigureRequest {
     params(
         ("name" = String, Path, description = "Plugin name.", example = json!("ema-cross"))
     ),
-    request_body(content = ConfigureRequest),
+    request_body(content = ConfigureRequest, example = json!({})),
     responses(
         (status = 200, description = "OK", body = Enveloped<PluginSummary>),
         (status = 400, response = Platform400InvalidBody),

@@ -54,7 +54,7 @@ async fn current(app: &State<App>, user: AuthUser) -> ApiResult<Success<Subscrip
     summary = "Change tier",
     description = "Moves to a paid tier at once with a proration credit for the unused part of the current period; any trial ends.",
     security(("bearerAuth" = [])),
-    request_body(content = UpgradeRequest),
+    request_body(content = UpgradeRequest, example = json!({"tier": "pro", "interval": "monthly", "payment_method_id": "pm_card_visa_4242"})),
     responses(
         (status = 200, description = "OK", body = Enveloped<Upgraded>),
         (status = 400, description = "Bad request: INVALID_REQUEST", body = PlatformError),
@@ -83,7 +83,7 @@ async fn upgrade(
     summary = "Cancel",
     description = "Cancels at the period's end (access continues until `access_until`), or immediately with a refund of the unused part and a return to `free`. The body may be empty.",
     security(("bearerAuth" = [])),
-    request_body(content = CancelRequest),
+    request_body(content = CancelRequest, example = json!({"cancel_immediately": false, "reason": "too_expensive", "feedback": ""})),
     responses(
         (status = 200, description = "OK", body = Enveloped<Cancelled>),
         (status = 400, description = "Bad request: INVALID_REQUEST", body = PlatformError),

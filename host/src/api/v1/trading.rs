@@ -139,7 +139,7 @@ async fn reconciliation(app: &State<App>, user: AuthUser) -> ApiResult<Success<R
     summary = "Resolve discrepancies",
     description = "Resolves the open discrepancies as asked; afterwards the bot can be started again. Audited.",
     security(("bearerAuth" = [])),
-    request_body(content = ResolveRequest),
+    request_body(content = ResolveRequest, example = json!({})),
     responses(
         (status = 200, description = "OK", body = Enveloped<Reconciliation>),
         (status = 400, response = Platform400InvalidBody),
@@ -168,7 +168,7 @@ async fn resolve(
     summary = "Start the bot",
     description = "Starts the user's bot. Checks in order: kill switch, broker name, a broker connection, the subscription (`paper_trading: false` needs a paid tier or an active trial), not already running. Omitted fields come from the settings. Allowed from `stopped`, `error` and `emergency_stopped`.",
     security(("bearerAuth" = [])),
-    request_body(content = engine::StartRequest),
+    request_body(content = engine::StartRequest, example = json!({"broker": "paper", "paper_trading": true, "risk_profile": "medium", "strategy": "ema-cross"})),
     responses(
         (status = 200, description = "Starting.", body = Enveloped<Started>),
         (status = 400, description = "Bad request: UNSUPPORTED_BROKER, NO_BROKER_CONFIGURED, INVALID_RISK_LEVEL, INVALID_REQUEST", body = PlatformError),
@@ -196,7 +196,7 @@ async fn start(
     summary = "Stop the bot",
     description = "Stops the bot, closing positions when asked; otherwise `action_required` says what to do about those left open. The body may be empty.",
     security(("bearerAuth" = [])),
-    request_body(content = engine::StopRequest),
+    request_body(content = engine::StopRequest, example = json!({"close_positions": false, "emergency": false})),
     responses(
         (status = 200, description = "OK", body = Enveloped<Stopped>),
         (status = 400, description = "Bad request: NOT_RUNNING, INVALID_REQUEST", body = PlatformError),
@@ -243,7 +243,7 @@ async fn status(app: &State<App>, user: AuthUser) -> ApiResult<Success<BotStatus
     summary = "Emergency stop",
     description = "Stops the bot in any state (idempotent), closing positions when asked; the bot ends `emergency_stopped`. The body may be empty.",
     security(("bearerAuth" = [])),
-    request_body(content = engine::EmergencyRequest),
+    request_body(content = engine::EmergencyRequest, example = json!({"reason": "Exchange outage", "close_positions": true})),
     responses(
         (status = 200, description = "OK", body = Enveloped<EmergencyStopped>),
         (status = 400, response = Platform400InvalidBody),

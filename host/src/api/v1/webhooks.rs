@@ -23,7 +23,7 @@ crate::api::handlers![signal, signal_status, payment];
     operation_id = "webhooksSignal",
     summary = "Receive a trading signal",
     description = "For alerting tools: `buy` opens a long when flat or closes a short, `sell` the mirror image, `close` closes the symbol's position. Authenticated by the `api_key` field (no bearer token). The running bot acts in its next scan through the same settings, limits and risk rules as a strategy's signal.",
-    request_body(content = SignalRequest),
+    request_body(content = SignalRequest, example = json!({"api_key": "whk_6a1f...", "symbol": "BTC-USD", "action": "buy", "price": 64000.0, "strategy": "tradingview-breakout", "size_usd": 250.0, "order_type": "limit", "limit_price": "63500.5"})),
     responses(
         (status = 200, description = "Queued for the bot.", body = Enveloped<Received>),
         (status = 400, description = "Bad request: NOT_RUNNING, INVALID_REQUEST", body = PlatformError),
@@ -114,7 +114,7 @@ impl<'r> FromRequest<'r> for StripeSignature {
     params(
         ("Stripe-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC>", example = json!("t=1795329600,v1=5257a869..."))
     ),
-    request_body(content = Object, description = "At most 256 KiB, raw bytes as signed."),
+    request_body(content = Object, description = "At most 256 KiB, raw bytes as signed.", example = json!({"id": "evt_1Q2w3E", "type": "invoice.payment_succeeded"})),
     responses(
         (status = 200, description = "OK", body = Enveloped<PaymentReceived>),
         (status = 400, response = Platform400InvalidBody),
