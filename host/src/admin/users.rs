@@ -93,7 +93,52 @@ pub async fn list(app: &App, filter: &UserFilter, page: Page) -> ApiResult<UserL
 
 #[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct UserDetail {
-    pub user: serde_json::Value,
+    pub user: UserRecord,
+}
+
+/// Everything an admin sees of one user.
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+pub struct UserRecord {
+    pub user_id: String,
+    pub email: String,
+    pub full_name: String,
+    pub role: String,
+    pub status: String,
+    pub notes: Option<String>,
+    pub subscription: UserSubscription,
+    pub trading: UserTrading,
+    pub brokers: Vec<UserBroker>,
+    #[schema(format = DateTime)]
+    pub joined_at: String,
+    #[schema(format = DateTime)]
+    pub last_active: Option<String>,
+}
+
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+pub struct UserSubscription {
+    pub tier: String,
+    pub effective_tier: &'static str,
+    /// `trialing` or `active`.
+    pub status: &'static str,
+    #[schema(format = DateTime)]
+    pub started: String,
+    #[schema(format = DateTime)]
+    pub renews: Option<String>,
+}
+
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+pub struct UserTrading {
+    pub total_trades: usize,
+    pub total_pnl: f64,
+    pub win_rate: f64,
+    pub active_positions: i64,
+    pub bot_status: String,
+}
+
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+pub struct UserBroker {
+    pub name: String,
+    pub status: String,
 }
 
 pub async fn detail(app: &App, user_id: &str) -> ApiResult<UserDetail> {
@@ -107,31 +152,52 @@ pub async fn detail(app: &App, user_id: &str) -> ApiResult<UserDetail> {
     let account = trading::account(db, user_id).await?;
     let connections = brokers::list(db, user_id).await?;
     Ok(UserDetail {
-        user: json!({
-            "user_id": user.id,
-            "email": user.email,
-            "full_name": user.full_name,
-            "role": user.role,
-            "status": user.status,
-            "notes": users::notes(db, user_id).await?,
-            "subscription": {
-                "tier": user.subscription_tier,
-                "effective_tier": entitlement.effective.as_str(),
-                "status": if entitlement.trial_active { "trialing" } else { "active" },
-                "started": iso8601(user.created_at),
-                "renews": user.trial_ends_at.filter(|_| entitlement.trial_active).map(iso8601),
+        user: UserRecord {
+            notes: users::notes(db, user_id).await?,
+            subscription: UserSubscription {
+                tier: user.subscription_tier.clone(),
+                effective_tier: entitlement.effective.as_str(),
+                status: if entitlement.trial_active {
+                    "trialing"
+                } else {
+                    "active"
+                },
+                started: iso8601(user.created_at),
+                renews: user
+                    .trial_ends_at
+                    .filter(|_| entitlement.trial_active)
+                    .map(iso8601),
             },
-            "trading": {
-                "total_trades": trades.len(),
-                "total_pnl": account.as_ref().map_or(0.0, |a| float(a.realized_pnl - a.fees_paid)),
-                "win_rate": if trades.is_empty() { 0.0 } else { wins as f64 / trades.len() as f64 },
-                "active_positions": trading::count_open_positions(db, user_id, None).await?,
-                "bot_status": trading::bot(db, user_id).await?.map_or("stopped".to_string(), |bot| bot.status),
+            trading: UserTrading {
+                total_trades: trades.len(),
+                total_pnl: account
+                    .as_ref()
+                    .map_or(0.0, |a| float(a.realized_pnl - a.fees_paid)),
+                win_rate: if trades.is_empty() {
+                    0.0
+                } else {
+                    wins as f64 / trades.len() as f64
+                },
+                active_positions: trading::count_open_positions(db, user_id, None).await?,
+                bot_status: trading::bot(db, user_id)
+                    .await?
+                    .map_or("stopped".to_string(), |bot| bot.status),
             },
-            "brokers": connections.iter().map(|c| json!({"name": c.name, "status": c.status})).collect::<Vec<_>>(),
-            "joined_at": iso8601(user.created_at),
-            "last_active": user.last_active_at.map(iso8601),
-        }),
+            brokers: connections
+                .iter()
+                .map(|c| UserBroker {
+                    name: c.name.clone(),
+                    status: c.status.clone(),
+                })
+                .collect(),
+            joined_at: iso8601(user.created_at),
+            last_active: user.last_active_at.map(iso8601),
+            user_id: user.id,
+            email: user.email,
+            full_name: user.full_name,
+            role: user.role,
+            status: user.status,
+        },
     })
 }
 

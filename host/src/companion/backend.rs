@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::TradeTotals;
 use crate::App;
@@ -252,7 +252,14 @@ pub struct Status {
     pub trading_enabled: bool,
     pub engine_status: String,
     pub last_activity: Option<String>,
-    pub stats: Value,
+    pub stats: StatusStats,
+}
+
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+pub struct StatusStats {
+    pub total_trades: u64,
+    pub total_pnl: f64,
+    pub active_positions: usize,
 }
 
 /// The engine state in the original's words: `not_initialized` before the first start, and
@@ -264,7 +271,11 @@ pub async fn status(app: &App, user: &Principal) -> ApiResult<Status> {
             trading_enabled: false,
             engine_status: "not_initialized".into(),
             last_activity: None,
-            stats: json!({"total_trades": 0, "total_pnl": 0.0, "active_positions": 0}),
+            stats: StatusStats {
+                total_trades: 0,
+                total_pnl: 0.0,
+                active_positions: 0,
+            },
         });
     };
     let view = engine::status(app, user).await?;
@@ -278,11 +289,11 @@ pub async fn status(app: &App, user: &Principal) -> ApiResult<Status> {
         trading_enabled: engine_status == "running",
         engine_status,
         last_activity: bot.last_scan_at.map(iso8601),
-        stats: json!({
-            "total_trades": totals.total,
-            "total_pnl": totals.net,
-            "active_positions": view.active_positions,
-        }),
+        stats: StatusStats {
+            total_trades: totals.total,
+            total_pnl: totals.net,
+            active_positions: view.active_positions,
+        },
     })
 }
 
@@ -513,7 +524,7 @@ pub async fn add_broker(
     meta: &ClientMeta,
     broker: &str,
     credentials: BrokerCredentials,
-) -> ApiResult<Value> {
+) -> ApiResult<CredentialsChanged> {
     let name = supported(broker)?;
     brokers::add_or_replace(
         app,
@@ -527,10 +538,18 @@ pub async fn add_broker(
         },
     )
     .await?;
-    Ok(json!({
-        "message": format!("{} credentials added successfully", capitalised(broker)),
-        "broker": broker,
-    }))
+    Ok(CredentialsChanged {
+        message: format!("{} credentials added successfully", capitalised(broker)),
+        broker: Some(broker.to_string()),
+    })
+}
+
+/// What adding or removing a broker's credentials answers (`broker` only when adding).
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+pub struct CredentialsChanged {
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broker: Option<String>,
 }
 
 pub async fn remove_broker(
@@ -538,7 +557,7 @@ pub async fn remove_broker(
     user: &Principal,
     meta: &ClientMeta,
     broker: &str,
-) -> ApiResult<Value> {
+) -> ApiResult<CredentialsChanged> {
     let name = broker.trim().to_lowercase();
     let row = store::brokers::by_name(&app.db.pool, &user.user_id, &name)
         .await?
@@ -549,7 +568,10 @@ pub async fn remove_broker(
             )
         })?;
     brokers::remove(app, user, meta, &row.id).await?;
-    Ok(json!({ "message": format!("{broker} credentials removed successfully") }))
+    Ok(CredentialsChanged {
+        message: format!("{broker} credentials removed successfully"),
+        broker: None,
+    })
 }
 
 fn capitalised(text: &str) -> String {

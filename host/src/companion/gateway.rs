@@ -2,7 +2,6 @@
 //! performance) with its own shapes, over the engine's real figures.
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use super::{TradeTotals, backend, round2};
 use crate::App;
@@ -19,15 +18,31 @@ fn now() -> String {
 
 const GATEWAY_VERSION: &str = "1.0.0";
 
-pub fn root(app: &App) -> Value {
-    json!({
-        "name": "tradehost",
-        // The gateway's own API version (companion-routes.md, Versioning), not the server's.
-        "version": GATEWAY_VERSION,
-        "strategy": app.config.default_strategy,
-        "status": "operational",
-        "docs": "/api/docs",
-    })
+/// The service's name, the gateway's API version, the default strategy and where the docs are.
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+pub struct RootInfo {
+    /// `tradehost`.
+    pub name: &'static str,
+    /// The gateway's own API version (companion-routes.md, Versioning), not the server's.
+    #[schema(example = "1.0.0")]
+    pub version: &'static str,
+    /// The default strategy plugin.
+    #[schema(example = "ema-cross")]
+    pub strategy: String,
+    /// `operational`.
+    pub status: &'static str,
+    /// `/api/docs`.
+    pub docs: &'static str,
+}
+
+pub fn root(app: &App) -> RootInfo {
+    RootInfo {
+        name: "tradehost",
+        version: GATEWAY_VERSION,
+        strategy: app.config.default_strategy.clone(),
+        status: "operational",
+        docs: "/api/docs",
+    }
 }
 
 #[derive(utoipa::ToSchema, Debug, Serialize)]

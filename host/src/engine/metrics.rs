@@ -102,7 +102,7 @@ pub struct Streak {
 }
 
 /// Net pnl of one calendar month (UTC).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct MonthlyPnl {
     /// "YYYY-MM".
     pub month: String,

@@ -55,7 +55,7 @@ const IDLE: i64 = i64::MAX;
 /// Failed scans retried (with doubling delays) before the bot goes to `error`.
 pub const MAX_RETRIES: u32 = 3;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BotStatus {
     Stopped,

@@ -454,9 +454,51 @@ pub async fn performance(app: &App, user: &Principal, period: Period) -> ApiResu
 
 #[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Stats {
-    pub account: serde_json::Value,
-    pub trading: serde_json::Value,
-    pub risk: serde_json::Value,
+    pub account: AccountStats,
+    pub trading: TradingStats,
+    pub risk: RiskStats,
+}
+
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+pub struct AccountStats {
+    pub user_id: String,
+    pub subscription_tier: String,
+    pub account_age_days: i64,
+    pub total_deposits: f64,
+    pub total_withdrawals: f64,
+    pub current_balance: f64,
+    pub all_time_high: f64,
+    pub all_time_low: f64,
+}
+
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+pub struct TradingStats {
+    pub total_trades_all_time: usize,
+    pub total_volume_usd: f64,
+    pub total_fees_paid: f64,
+    pub best_month: Option<metrics::MonthlyPnl>,
+    pub current_streak: StreakView,
+}
+
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+pub struct StreakView {
+    /// `win`, `loss` or `none`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub count: u64,
+    #[schema(format = DateTime)]
+    pub started: Option<String>,
+}
+
+#[derive(utoipa::ToSchema, Debug, Serialize)]
+pub struct RiskStats {
+    /// The user's `trading.risk_level` setting.
+    pub current_risk_level: String,
+    pub max_position_size_usd: f64,
+    pub max_positions: u32,
+    pub current_leverage: f64,
+    pub available_leverage: f64,
+    pub bot_status: BotStatus,
 }
 
 pub async fn stats(app: &App, user: &Principal) -> ApiResult<Stats> {
@@ -481,34 +523,46 @@ pub async fn stats(app: &App, user: &Principal) -> ApiResult<Stats> {
     let limits = trader.entitlement.limits();
     let exposure = float(accounting::exposure(&trader.positions));
     Ok(Stats {
-        account: serde_json::json!({
-            "user_id": user.user_id,
-            "subscription_tier": user_row.subscription_tier,
-            "account_age_days": (now - user_row.created_at).max(0) / super::trader::DAY_MS,
-            "total_deposits": initial,
-            "total_withdrawals": 0.0,
-            "current_balance": current,
-            "all_time_high": high,
-            "all_time_low": low,
-        }),
-        trading: serde_json::json!({
-            "total_trades_all_time": trades.len(),
-            "total_volume_usd": money(volume),
-            "total_fees_paid": money(fees + trader.positions.iter().map(|p| p.entry_fees).sum::<Decimal>()),
-            "best_month": metrics::best_month(&closed, &equity, initial),
-            "current_streak": {
-                "type": streak.kind,
-                "count": streak.count,
-                "started": streak.started_ms.map(iso8601),
+        account: AccountStats {
+            user_id: user.user_id.clone(),
+            subscription_tier: user_row.subscription_tier,
+            account_age_days: (now - user_row.created_at).max(0) / super::trader::DAY_MS,
+            total_deposits: initial,
+            total_withdrawals: 0.0,
+            current_balance: current,
+            all_time_high: high,
+            all_time_low: low,
+        },
+        trading: TradingStats {
+            total_trades_all_time: trades.len(),
+            total_volume_usd: money(volume),
+            total_fees_paid: money(
+                fees + trader
+                    .positions
+                    .iter()
+                    .map(|p| p.entry_fees)
+                    .sum::<Decimal>(),
+            ),
+            best_month: metrics::best_month(&closed, &equity, initial),
+            current_streak: StreakView {
+                kind: streak.kind,
+                count: streak.count,
+                started: streak.started_ms.map(iso8601),
             },
-        }),
-        risk: serde_json::json!({
-            "current_risk_level": trader.settings.trading.risk_level,
-            "max_position_size_usd": trader.entitlement.max_position_size_usd(trader.bot.paper_trading != 0),
-            "max_positions": limits.max_positions,
-            "current_leverage": if current > 0.0 { metrics::finite(exposure / current) } else { 0.0 },
-            "available_leverage": 1.0,
-            "bot_status": BotStatus::parse(&trader.bot.status),
-        }),
+        },
+        risk: RiskStats {
+            current_risk_level: trader.settings.trading.risk_level.clone(),
+            max_position_size_usd: trader
+                .entitlement
+                .max_position_size_usd(trader.bot.paper_trading != 0),
+            max_positions: limits.max_positions,
+            current_leverage: if current > 0.0 {
+                metrics::finite(exposure / current)
+            } else {
+                0.0
+            },
+            available_leverage: 1.0,
+            bot_status: BotStatus::parse(&trader.bot.status),
+        },
     })
 }

@@ -2,7 +2,9 @@
 
 use chrono::{Datelike, NaiveDate, TimeZone, Utc};
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
 use statrs::statistics::Statistics;
 
 use super::{DAY_MS, TradeFigures, change_pct, closed_trades, equity_at, initial_capital, ratios};
@@ -153,26 +155,48 @@ pub fn since(days: Option<&str>) -> i64 {
     }
 }
 
-pub async fn equity_curve(app: &App, user: &Principal, since: i64) -> ApiResult<Vec<Value>> {
+/// The account's equity at one snapshot.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct EquityAt {
+    #[schema(format = DateTime)]
+    pub timestamp: String,
+    pub equity: f64,
+}
+
+/// How far below its running peak the equity was at one snapshot (percent, positive).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DrawdownAt {
+    #[schema(format = DateTime)]
+    pub timestamp: String,
+    pub drawdown_pct: f64,
+}
+
+pub async fn equity_curve(app: &App, user: &Principal, since: i64) -> ApiResult<Vec<EquityAt>> {
     Ok(rows::snapshots_since(&app.db.pool, &user.user_id, since)
         .await?
         .iter()
-        .map(|s| json!({"timestamp": iso8601(s.taken_at), "equity": round2(s.equity())}))
+        .map(|s| EquityAt {
+            timestamp: iso8601(s.taken_at),
+            equity: round2(s.equity()),
+        })
         .collect())
 }
 
 /// Percent below the running peak at each snapshot (positive numbers), peaks taken over the
 /// whole history so a window starting mid-drawdown shows it.
-pub async fn drawdown_curve(app: &App, user: &Principal, since: i64) -> ApiResult<Vec<Value>> {
+pub async fn drawdown_curve(app: &App, user: &Principal, since: i64) -> ApiResult<Vec<DrawdownAt>> {
     let snapshots = rows::snapshots_since(&app.db.pool, &user.user_id, 0).await?;
     Ok(metrics::drawdown_curve(&series(&snapshots))
         .into_iter()
         .filter(|(at, _)| *at >= since)
-        .map(|(at, pct)| json!({"timestamp": iso8601(at), "drawdown_pct": round2(-pct)}))
+        .map(|(at, pct)| DrawdownAt {
+            timestamp: iso8601(at),
+            drawdown_pct: round2(-pct),
+        })
         .collect())
 }
 
-const SNAPSHOT_FIELDS: [&str; 7] = [
+pub const SNAPSHOT_FIELDS: [&str; 7] = [
     "cash",
     "positions_value",
     "unrealized_pnl",
@@ -181,10 +205,32 @@ const SNAPSHOT_FIELDS: [&str; 7] = [
     "winning_trades",
     "losing_trades",
 ];
+/// The fields of `SNAPSHOT_FIELDS` that are counts (whole numbers); the others are amounts.
+pub const SNAPSHOT_COUNTS: [&str; 3] = ["total_trades", "winning_trades", "losing_trades"];
+
+/// A snapshot as recorded, with the equity it makes.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SnapshotRecorded {
+    #[schema(format = DateTime)]
+    pub timestamp: String,
+    pub nav: f64,
+    pub equity: f64,
+    pub cash: f64,
+    pub positions_value: f64,
+    pub unrealized_pnl: f64,
+    pub realized_pnl_today: f64,
+    pub total_trades: i64,
+    pub winning_trades: i64,
+    pub losing_trades: i64,
+}
 
 /// Records a snapshot the client gives; every field is required and checked before anything
 /// is written.
-pub async fn update_snapshot(app: &App, user: &Principal, body: Option<Value>) -> ApiResult<Value> {
+pub async fn update_snapshot(
+    app: &App,
+    user: &Principal,
+    body: Option<Value>,
+) -> ApiResult<SnapshotRecorded> {
     let invalid = |message: String| ApiError::new(ErrorCode::InvalidRequest, message);
     let body: Map<String, Value> = match body {
         Some(Value::Object(map)) if !map.is_empty() => map,
@@ -256,29 +302,77 @@ pub async fn update_snapshot(app: &App, user: &Principal, body: Option<Value>) -
         ));
     }
     rows::insert_snapshot(&app.db.pool, &row).await?;
-    Ok(json!({
-        "timestamp": iso8601(row.taken_at),
-        "nav": round2(row.equity()),
-        "equity": round2(row.equity()),
-        "cash": row.cash,
-        "positions_value": row.positions_value,
-        "unrealized_pnl": row.unrealized_pnl,
-        "realized_pnl_today": row.realized_pnl_today,
-        "total_trades": row.total_trades,
-        "winning_trades": row.winning_trades,
-        "losing_trades": row.losing_trades,
-    }))
+    Ok(SnapshotRecorded {
+        timestamp: iso8601(row.taken_at),
+        nav: round2(row.equity()),
+        equity: round2(row.equity()),
+        cash: row.cash,
+        positions_value: row.positions_value,
+        unrealized_pnl: row.unrealized_pnl,
+        realized_pnl_today: row.realized_pnl_today,
+        total_trades: row.total_trades,
+        winning_trades: row.winning_trades,
+        losing_trades: row.losing_trades,
+    })
 }
 
-pub async fn investor_summary(app: &App, user: &Principal) -> ApiResult<Value> {
+/// Set E's investor summary (companion-shapes.md E.5).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct InvestorSummary {
+    pub user_id: String,
+    pub initial_capital: f64,
+    pub current_nav: f64,
+    pub current_equity: f64,
+    pub total_return_usd: f64,
+    pub total_return_pct: f64,
+    pub annualized_return_pct: f64,
+    pub annualized_volatility_pct: f64,
+    pub sharpe_ratio: f64,
+    pub sortino_ratio: f64,
+    pub max_drawdown_pct: f64,
+    #[schema(format = DateTime)]
+    pub max_drawdown_start: Option<String>,
+    #[schema(format = DateTime)]
+    pub max_drawdown_end: Option<String>,
+    pub current_drawdown_pct: f64,
+    /// bull_trending, bear_trending, ranging, volatile or crisis.
+    #[schema(pattern = "^(bull_trending|bear_trending|ranging|volatile|crisis)$")]
+    pub current_regime: &'static str,
+    pub win_rate_pct: f64,
+    pub total_trades: u64,
+    pub avg_trades_per_day: f64,
+    pub days_trading: usize,
+    pub monthly_avg_return_pct: f64,
+    pub active_strategies: usize,
+    /// Percent of the account each running strategy trades with.
+    pub strategy_allocations: BTreeMap<String, f64>,
+    pub strategy_performance: BTreeMap<String, StrategyFigures>,
+    pub diversification_score: f64,
+    #[schema(format = DateTime)]
+    pub reporting_date: String,
+}
+
+/// One strategy's figures over the trades it opened.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct StrategyFigures {
+    pub allocation_pct: f64,
+    pub sharpe_ratio: f64,
+    pub total_pnl: f64,
+    pub total_trades: u64,
+    /// The integer 0 for a strategy without trades, as the original reports it.
+    #[schema(value_type = f64)]
+    pub win_rate_pct: serde_json::Number,
+}
+
+pub async fn investor_summary(app: &App, user: &Principal) -> ApiResult<InvestorSummary> {
     let figures = figures(app, &user.user_id).await?;
     let m = &figures.metrics;
     let bot = trading::bot(&app.db.pool, &user.user_id).await?;
     let running = bot
         .as_ref()
         .filter(|b| crate::engine::BotStatus::parse(&b.status).is_scanned());
-    let allocations: Map<String, Value> = running
-        .map(|b| (b.strategy.clone(), json!(100.0)))
+    let allocations: BTreeMap<String, f64> = running
+        .map(|b| (b.strategy.clone(), 100.0))
         .into_iter()
         .collect();
     let months = monthly_reports(app, user).await?;
@@ -288,39 +382,39 @@ pub async fn investor_summary(app: &App, user: &Principal) -> ApiResult<Value> {
         round2(
             months
                 .iter()
-                .filter_map(|m| m["monthly_return_pct"].as_f64())
+                .filter_map(MonthReport::return_pct)
                 .sum::<f64>()
                 / months.len() as f64,
         )
     };
     let strategies = strategy_performance(app, user, &allocations, figures.initial).await?;
-    Ok(json!({
-        "user_id": user.user_id,
-        "initial_capital": round2(figures.initial),
-        "current_nav": round2(figures.current),
-        "current_equity": round2(figures.current),
-        "total_return_usd": round2(figures.current - figures.initial),
-        "total_return_pct": m.total_return_pct,
-        "annualized_return_pct": m.annualized_return_pct,
-        "annualized_volatility_pct": m.annualized_volatility_pct,
-        "sharpe_ratio": m.sharpe_ratio,
-        "sortino_ratio": m.sortino_ratio,
-        "max_drawdown_pct": m.max_drawdown_pct,
-        "max_drawdown_start": figures.drawdown_window.map(|(peak, _)| iso8601(peak)),
-        "max_drawdown_end": figures.drawdown_window.map(|(_, trough)| iso8601(trough)),
-        "current_drawdown_pct": m.current_drawdown_pct,
-        "current_regime": figures.regime.as_str(),
-        "win_rate_pct": m.win_rate_pct,
-        "total_trades": m.total_trades,
-        "avg_trades_per_day": m.avg_trades_per_day,
-        "days_trading": m.days_trading,
-        "monthly_avg_return_pct": monthly_avg,
-        "active_strategies": allocations.len(),
-        "strategy_allocations": allocations,
-        "strategy_performance": strategies,
-        "diversification_score": diversification(app, &user.user_id).await?,
-        "reporting_date": iso8601(now_ms()),
-    }))
+    Ok(InvestorSummary {
+        user_id: user.user_id.clone(),
+        initial_capital: round2(figures.initial),
+        current_nav: round2(figures.current),
+        current_equity: round2(figures.current),
+        total_return_usd: round2(figures.current - figures.initial),
+        total_return_pct: m.total_return_pct,
+        annualized_return_pct: m.annualized_return_pct,
+        annualized_volatility_pct: m.annualized_volatility_pct,
+        sharpe_ratio: m.sharpe_ratio,
+        sortino_ratio: m.sortino_ratio,
+        max_drawdown_pct: m.max_drawdown_pct,
+        max_drawdown_start: figures.drawdown_window.map(|(peak, _)| iso8601(peak)),
+        max_drawdown_end: figures.drawdown_window.map(|(_, trough)| iso8601(trough)),
+        current_drawdown_pct: m.current_drawdown_pct,
+        current_regime: figures.regime.as_str(),
+        win_rate_pct: m.win_rate_pct,
+        total_trades: m.total_trades,
+        avg_trades_per_day: m.avg_trades_per_day,
+        days_trading: m.days_trading,
+        monthly_avg_return_pct: monthly_avg,
+        active_strategies: allocations.len(),
+        strategy_allocations: allocations,
+        strategy_performance: strategies,
+        diversification_score: diversification(app, &user.user_id).await?,
+        reporting_date: iso8601(now_ms()),
+    })
 }
 
 /// Figures per strategy: every strategy the user's trades were opened by, and the running bot's.
@@ -328,9 +422,9 @@ pub async fn investor_summary(app: &App, user: &Principal) -> ApiResult<Value> {
 async fn strategy_performance(
     app: &App,
     user: &Principal,
-    allocations: &Map<String, Value>,
+    allocations: &BTreeMap<String, f64>,
     initial: f64,
-) -> ApiResult<Map<String, Value>> {
+) -> ApiResult<BTreeMap<String, StrategyFigures>> {
     let mut groups = super::closed_trades_by_strategy(app, &user.user_id).await?;
     for name in allocations.keys() {
         groups.entry(name.clone()).or_default();
@@ -343,14 +437,18 @@ async fn strategy_performance(
                 .into_iter()
                 .map(|(_, pnl)| if initial > 0.0 { pnl / initial } else { 0.0 })
                 .collect();
-            let entry = json!({
-                "allocation_pct": allocations.get(&name).and_then(Value::as_f64).unwrap_or(0.0),
-                "sharpe_ratio": round2(metrics::sharpe(&returns)),
-                "total_pnl": round2(trades.iter().map(|t| t.net_pnl).sum()),
-                "total_trades": figures.total,
+            let entry = StrategyFigures {
+                allocation_pct: allocations.get(&name).copied().unwrap_or(0.0),
+                sharpe_ratio: round2(metrics::sharpe(&returns)),
+                total_pnl: round2(trades.iter().map(|t| t.net_pnl).sum()),
+                total_trades: figures.total,
                 // The original reports the integer 0 for a strategy without trades.
-                "win_rate_pct": if figures.total == 0 { json!(0) } else { json!(figures.win_rate_pct) },
-            });
+                win_rate_pct: if figures.total == 0 {
+                    0.into()
+                } else {
+                    serde_json::Number::from_f64(figures.win_rate_pct).unwrap_or(0.into())
+                },
+            };
             (name, entry)
         })
         .collect())
@@ -448,14 +546,54 @@ fn month_bounds(year: i32, month: u32) -> Option<(i64, i64)> {
     Some((ms(start), ms(end)))
 }
 
+/// One calendar month's figures, or why there are none.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum MonthReport {
+    NoData {
+        year: i32,
+        month: u32,
+        error: &'static str,
+    },
+    Figures {
+        year: i32,
+        month: u32,
+        start_equity: f64,
+        end_equity: f64,
+        monthly_return_pct: f64,
+        total_trades: u64,
+        winning_trades: u64,
+        losing_trades: u64,
+        win_rate_pct: f64,
+        max_drawdown_pct: f64,
+        trading_days: usize,
+        net_profit: f64,
+    },
+}
+
+impl MonthReport {
+    fn return_pct(&self) -> Option<f64> {
+        match self {
+            MonthReport::Figures {
+                monthly_return_pct, ..
+            } => Some(*monthly_return_pct),
+            MonthReport::NoData { .. } => None,
+        }
+    }
+}
+
 fn month_report(
     year: i32,
     month: u32,
     snapshots: &[&SnapshotRow],
     trades: &[metrics::ClosedTrade],
-) -> Value {
+) -> MonthReport {
     let (Some(first), Some(last)) = (snapshots.first(), snapshots.last()) else {
-        return json!({"year": year, "month": month, "error": "No data available for this month"});
+        return MonthReport::NoData {
+            year,
+            month,
+            error: "No data available for this month",
+        };
     };
     let points: Vec<EquityPoint> = snapshots
         .iter()
@@ -466,20 +604,20 @@ fn month_report(
         .collect();
     let figures = TradeFigures::of(trades);
     let net: f64 = trades.iter().map(|t| t.net_pnl).sum();
-    json!({
-        "year": year,
-        "month": month,
-        "start_equity": round2(first.equity()),
-        "end_equity": round2(last.equity()),
-        "monthly_return_pct": change_pct(first.equity(), last.equity()),
-        "total_trades": figures.total,
-        "winning_trades": figures.winners,
-        "losing_trades": figures.losers,
-        "win_rate_pct": figures.win_rate_pct,
-        "max_drawdown_pct": round2(-metrics::drawdown(&points).max_drawdown_pct),
-        "trading_days": distinct_days(snapshots.iter().copied()),
-        "net_profit": round2(net),
-    })
+    MonthReport::Figures {
+        year,
+        month,
+        start_equity: round2(first.equity()),
+        end_equity: round2(last.equity()),
+        monthly_return_pct: change_pct(first.equity(), last.equity()),
+        total_trades: figures.total,
+        winning_trades: figures.winners,
+        losing_trades: figures.losers,
+        win_rate_pct: figures.win_rate_pct,
+        max_drawdown_pct: round2(-metrics::drawdown(&points).max_drawdown_pct),
+        trading_days: distinct_days(snapshots.iter().copied()),
+        net_profit: round2(net),
+    }
 }
 
 pub async fn monthly_report(
@@ -487,7 +625,7 @@ pub async fn monthly_report(
     user: &Principal,
     year: i64,
     month: i64,
-) -> ApiResult<Value> {
+) -> ApiResult<MonthReport> {
     if !(1..=12).contains(&month) {
         return Err(ApiError::new(
             ErrorCode::InvalidRequest,
@@ -513,7 +651,7 @@ pub async fn monthly_report(
 }
 
 /// A report for every month that has snapshots, oldest first.
-pub async fn monthly_reports(app: &App, user: &Principal) -> ApiResult<Vec<Value>> {
+pub async fn monthly_reports(app: &App, user: &Principal) -> ApiResult<Vec<MonthReport>> {
     let snapshots = rows::snapshots_since(&app.db.pool, &user.user_id, 0).await?;
     let trades = closed_trades(app, &user.user_id, 0).await?;
     let month_of = |ms: i64| {

@@ -313,8 +313,9 @@ async fn brokers(app: &State<App>, user: AuthUser) -> ApiResult<Json<BrokerList>
     ),
     request_body(content = BrokerCredentials, example = json!({"api_key": "pk_1234", "api_secret": "sk_abcd"})),
     responses(
+        (status = 409, description = "Conflict: the bot is running on this broker; stop it before changing its keys", body = DetailError),
         (status = 403, description = "Forbidden: the subscription tier's number of exchange connections is reached", body = DetailError),
-        (status = 200, description = "OK", body = Object),
+        (status = 200, description = "OK", body = backend::CredentialsChanged),
         (status = 400, description = "Bad request: Unsupported broker. Supported: paper, coinbase, kraken, binance, okx, alpaca; The broker rejected the API key", body = DetailError),
         (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
         (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError),
@@ -329,7 +330,7 @@ async fn add_broker(
     meta: ClientMeta,
     broker: &str,
     body: Body<BrokerCredentials>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<backend::CredentialsChanged>> {
     backend::add_broker(app, &user.0, &meta, broker, body.0)
         .await
         .map(Json)
@@ -345,7 +346,7 @@ async fn add_broker(
         ("broker" = String, Path, description = "Broker name, any case: paper, coinbase, kraken, binance, okx or alpaca.", example = json!("kraken"))
     ),
     responses(
-        (status = 200, description = "OK", body = Object),
+        (status = 200, description = "OK", body = backend::CredentialsChanged),
         (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
         (status = 404, description = "Not found: No kraken credentials found", body = DetailError),
         (status = 409, description = "Conflict: The bot is running on this broker", body = DetailError),
@@ -359,7 +360,7 @@ async fn remove_broker(
     user: AuthUser,
     meta: ClientMeta,
     broker: &str,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<backend::CredentialsChanged>> {
     backend::remove_broker(app, &user.0, &meta, broker)
         .await
         .map(Json)

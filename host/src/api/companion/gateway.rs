@@ -22,13 +22,13 @@ crate::api::handlers![root, start, stop, balance, positions, performance];
     summary = "Service info",
     description = "Name, version, default strategy, status and where these docs are. No token needed.",
     responses(
-        (status = 200, description = "OK", body = Object),
+        (status = 200, description = "OK", body = gateway::RootInfo),
         (status = 429, response = Detail429RateLimitExceeded),
         (status = 500, response = Detail500InternalError)
     ),
 )]
 #[get("/", rank = 2)]
-fn root(app: &State<App>) -> Json<Value> {
+fn root(app: &State<App>) -> Json<gateway::RootInfo> {
     Json(gateway::root(app))
 }
 

@@ -2,7 +2,6 @@
 //! `{success: true, data}`; errors are `{success: false, error}`.
 
 use rocket::{State, get};
-use serde_json::{Value, json};
 
 use super::{Data, Json, int_param};
 use crate::App;
@@ -52,7 +51,7 @@ async fn current(app: &State<App>, user: AuthUser) -> ApiResult<Data<Kpi>> {
         ("hours" = Option<i64>, Query, description = "Look-back in hours (default 24); must be a positive integer (400 otherwise).", minimum = 1)
     ),
     responses(
-        (status = 200, description = "OK", body = Object),
+        (status = 200, description = "OK", body = DataEnvelope<kpi::KpiHistory>),
         (status = 400, description = "Bad request: hours must be a positive integer", body = CompanionError),
         (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
         (status = 429, response = Companion429RateLimitExceeded),
@@ -60,7 +59,11 @@ async fn current(app: &State<App>, user: AuthUser) -> ApiResult<Data<Kpi>> {
     ),
 )]
 #[get("/api/kpi/history?<hours>")]
-async fn history(app: &State<App>, user: AuthUser, hours: Option<&str>) -> ApiResult<Data<Value>> {
+async fn history(
+    app: &State<App>,
+    user: AuthUser,
+    hours: Option<&str>,
+) -> ApiResult<Data<kpi::KpiHistory>> {
     let hours = kpi::hours(int_param("hours", hours)?)?;
     kpi::history(app, &user.0, hours).await.map(Data)
 }
@@ -72,14 +75,14 @@ async fn history(app: &State<App>, user: AuthUser, hours: Option<&str>) -> ApiRe
     description = "Returns, risk ratios, trade statistics, exposure and account figures, or `status: no_data`.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Object),
+        (status = 200, description = "OK", body = DataEnvelope<kpi::KpiSummary>),
         (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
         (status = 429, response = Companion429RateLimitExceeded),
         (status = 500, response = Companion500InternalError)
     ),
 )]
 #[get("/api/kpi/summary")]
-async fn summary(app: &State<App>, user: AuthUser) -> ApiResult<Data<Value>> {
+async fn summary(app: &State<App>, user: AuthUser) -> ApiResult<Data<kpi::KpiSummary>> {
     kpi::summary(app, &user.0.user_id).await.map(Data)
 }
 
@@ -90,14 +93,14 @@ async fn summary(app: &State<App>, user: AuthUser) -> ApiResult<Data<Value>> {
     description = "Whether the KPI tracker runs, its intervals, and the times and counts of the caller's snapshots and reports.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Object),
+        (status = 200, description = "OK", body = DataEnvelope<kpi::TrackerStatus>),
         (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
         (status = 429, response = Companion429RateLimitExceeded),
         (status = 500, response = Companion500InternalError)
     ),
 )]
 #[get("/api/performance/status")]
-async fn status(app: &State<App>, user: AuthUser) -> ApiResult<Data<Value>> {
+async fn status(app: &State<App>, user: AuthUser) -> ApiResult<Data<kpi::TrackerStatus>> {
     kpi::status(app, &user.0).await.map(Data)
 }
 
@@ -108,14 +111,14 @@ async fn status(app: &State<App>, user: AuthUser) -> ApiResult<Data<Value>> {
     description = "The user's active risk alarms.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Object),
+        (status = 200, description = "OK", body = DataEnvelope<kpi::Alarms>),
         (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
         (status = 429, response = Companion429RateLimitExceeded),
         (status = 500, response = Companion500InternalError)
     ),
 )]
 #[get("/api/alarms/active")]
-async fn active_alarms(app: &State<App>, user: AuthUser) -> ApiResult<Data<Value>> {
+async fn active_alarms(app: &State<App>, user: AuthUser) -> ApiResult<Data<kpi::Alarms>> {
     kpi::active_alarms(app, &user.0).await.map(Data)
 }
 
@@ -129,7 +132,7 @@ async fn active_alarms(app: &State<App>, user: AuthUser) -> ApiResult<Data<Value
         ("hours" = Option<i64>, Query, description = "Look-back in hours (default 24); must be a positive integer (400 otherwise).", minimum = 1)
     ),
     responses(
-        (status = 200, description = "OK", body = Object),
+        (status = 200, description = "OK", body = DataEnvelope<kpi::Alarms>),
         (status = 400, description = "Bad request: hours must be a positive integer", body = CompanionError),
         (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
         (status = 429, response = Companion429RateLimitExceeded),
@@ -141,7 +144,7 @@ async fn alarm_history(
     app: &State<App>,
     user: AuthUser,
     hours: Option<&str>,
-) -> ApiResult<Data<Value>> {
+) -> ApiResult<Data<kpi::Alarms>> {
     let hours = kpi::hours(int_param("hours", hours)?)?;
     kpi::alarm_history(app, &user.0, hours).await.map(Data)
 }
@@ -153,14 +156,14 @@ async fn alarm_history(
     description = "The KPI summary, tracker status, active alarms and the health of the monitoring in one call.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Object),
+        (status = 200, description = "OK", body = DataEnvelope<kpi::Overview>),
         (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
         (status = 429, response = Companion429RateLimitExceeded),
         (status = 500, response = Companion500InternalError)
     ),
 )]
 #[get("/api/dashboard/overview")]
-async fn overview(app: &State<App>, user: AuthUser) -> ApiResult<Data<Value>> {
+async fn overview(app: &State<App>, user: AuthUser) -> ApiResult<Data<kpi::Overview>> {
     kpi::overview(app, &user.0).await.map(Data)
 }
 
@@ -170,17 +173,28 @@ async fn overview(app: &State<App>, user: AuthUser) -> ApiResult<Data<Value>> {
     summary = "Health check (KPI set)",
     description = "Whether the server answers (companion set F). No token needed.",
     responses(
-        (status = 200, description = "OK", body = Object),
+        (status = 200, description = "OK", body = KpiHealth),
         (status = 429, response = Companion429RateLimitExceeded),
         (status = 500, response = Companion500InternalError)
     ),
 )]
 #[get("/api/health")]
-fn health() -> Json<Value> {
-    Json(json!({
-        "success": true,
-        "status": "healthy",
-        "service": "tradehost",
-        "timestamp": iso8601(now_ms()),
-    }))
+fn health() -> Json<KpiHealth> {
+    Json(KpiHealth {
+        success: true,
+        status: "healthy",
+        service: "tradehost",
+        timestamp: iso8601(now_ms()),
+    })
+}
+
+#[derive(serde::Serialize, utoipa::ToSchema)]
+struct KpiHealth {
+    success: bool,
+    /// `healthy`.
+    status: &'static str,
+    /// `tradehost`.
+    service: &'static str,
+    #[schema(format = DateTime)]
+    timestamp: String,
 }
