@@ -585,6 +585,10 @@ pub async fn cancel(
 pub const RENEWAL_RETRY_MS: i64 = 3_600_000;
 /// ...this many times in all, after which the subscription lapses to free.
 pub const RENEWAL_ATTEMPTS: i64 = 3;
+/// How long a renewal payment another run wrote is left to that run: within it, that run may
+/// still be waiting on the provider; after it, the run is taken to have died and its payment is
+/// taken up under the same key.
+pub const RENEWAL_TAKEOVER_MS: i64 = 10 * 60_000;
 
 /// What a renewal run did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -641,10 +645,11 @@ async fn renew(app: &App, s: &SubscriptionRow, now: i64) -> ApiResult<Option<boo
         &period_start.to_string(),
         &(failures + 1).to_string(),
     ]);
+    let payment_id = new_id();
     let payment = match pending_payment(
         app,
         &Payment {
-            id: &new_id(),
+            id: &payment_id,
             user_id: &s.user_id,
             subscription_id: &s.id,
             kind: "charge",
@@ -664,6 +669,11 @@ async fn renew(app: &App, s: &SubscriptionRow, now: i64) -> ApiResult<Option<boo
         Err(err) if err.code == ErrorCode::InvalidRequest => return Ok(None),
         Err(err) => return Err(err),
     };
+    // Two runs at once (two instances) meet here under one key: the one that wrote the pending
+    // payment charges; the other leaves it to that run unless it is old enough to be orphaned.
+    if payment.id != payment_id && now - payment.created_at < RENEWAL_TAKEOVER_MS {
+        return Ok(None);
+    }
     let method: Value = s
         .payment_method
         .as_deref()
