@@ -6,7 +6,7 @@
 use rocket::http::{ContentType, Header};
 use rocket::{Responder, get};
 
-use crate::api::openapi::{self, prelude::*};
+use crate::api::openapi;
 
 const PAGE: &str = include_str!("../../assets/api-docs.html");
 
@@ -51,9 +51,7 @@ fn nosniff() -> Header<'static> {
     summary = "Interactive API docs",
     description = "This page: Swagger UI for the whole API, served by tradehost with no internet access needed. Use **Authorize** with an access token from a sign-in route to try authenticated routes.",
     responses(
-        (status = 200, description = "The HTML page.", body = String, content_type = "text/html"),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 200, description = "The HTML page.", body = String, content_type = "text/html")
     ),
 )]
 #[get("/api/docs")]
@@ -102,9 +100,7 @@ fn asset(name: &str) -> Option<Asset> {
     summary = "OpenAPI document",
     description = "The OpenAPI 3.1 description of every route, as used by /api/docs.",
     responses(
-        (status = 200, description = "This OpenAPI 3.1 document.", body = Object),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 200, description = "This OpenAPI 3.1 document.", body = Object)
     ),
 )]
 #[get("/api/openapi.json")]
@@ -119,9 +115,7 @@ fn document() -> (ContentType, &'static str) {
     summary = "OpenAPI document (root path)",
     description = "The same document at the path FastAPI clients look for.",
     responses(
-        (status = 200, description = "This OpenAPI 3.1 document.", body = Object),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 200, description = "This OpenAPI 3.1 document.", body = Object)
     ),
 )]
 #[get("/openapi.json")]

@@ -55,9 +55,7 @@ impl<'r> FromRequest<'r> for MetricsReader {
     responses(
         (status = 200, description = "Prometheus text exposition format 0.0.4.", body = String, content_type = "text/plain; version=0.0.4", example = json!("# TYPE tradehost_http_requests_total counter\ntradehost_http_requests_total 1234\n")),
         (status = 401, description = "Not authenticated: Missing bearer token; The token has expired", body = DetailError, headers(("WWW-Authenticate"))),
-        (status = 403, description = "Forbidden: You are not allowed to do this", body = DetailError),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 403, description = "Forbidden: You are not allowed to do this", body = DetailError)
     ),
 )]
 #[get("/metrics")]

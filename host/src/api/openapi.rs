@@ -177,7 +177,7 @@ impl Modify for Conventions {
         for (path, item) in doc.paths.paths.iter_mut() {
             let flavor = Flavor::for_path(path);
             for operation in operations(item) {
-                refusals(flavor, operation);
+                standard_answers(flavor, operation);
                 for (status, response) in operation.responses.responses.iter_mut() {
                     let RefOr::T(response) = response else {
                         continue;
@@ -232,38 +232,75 @@ impl Modify for Conventions {
     }
 }
 
-/// Every operation can be refused for its query (a parameter given twice is refused, never
-/// silently resolved), and every operation with a body for that body: bad JSON, a field missing
-/// or mistyped, or over the size limit. These answers come from the guards, in the envelope of
-/// the operation's route set.
-fn refusals(flavor: Flavor, operation: &mut Operation) {
-    let (invalid_status, invalid, too_large) = match flavor {
-        Flavor::Platform => (
-            "400",
-            "Platform400InvalidRequest",
-            "Platform413PayloadTooLarge",
-        ),
-        Flavor::Companion => (
-            "400",
-            "Companion400InvalidRequest",
-            "Companion413PayloadTooLarge",
-        ),
-        Flavor::Detail => ("422", "Detail422Validation", "Detail413PayloadTooLarge"),
+/// The answers every operation can give, which its attribute need not repeat: the rate limit
+/// (429) and an internal error (500); for an operation that needs a token, a missing or bad one
+/// (401) and, on the platform API, a suspended or disabled account (403); the refusal of its
+/// query (a parameter given twice is refused, never silently resolved) and, with a body, of that
+/// body (bad JSON, a field missing or mistyped, over the size limit). They come from the guards
+/// and catchers, in the envelope of the operation's route set; an attribute that lists one of
+/// these statuses itself keeps its own.
+fn standard_answers(flavor: Flavor, operation: &mut Operation) {
+    let answers = match flavor {
+        Flavor::Platform => StandardAnswers {
+            invalid: ("400", "Platform400InvalidRequest"),
+            too_large: "Platform413PayloadTooLarge",
+            limited: "Platform429RateLimitExceeded",
+            internal: "Platform500InternalError",
+            token: "Platform401TokenExpiredOrTokenInvalid",
+            account: Some("Platform403AccountDisabledOrAccountSuspended"),
+        },
+        Flavor::Companion => StandardAnswers {
+            invalid: ("400", "Companion400InvalidRequest"),
+            too_large: "Companion413PayloadTooLarge",
+            limited: "Companion429RateLimitExceeded",
+            internal: "Companion500InternalError",
+            token: "Companion401TokenExpiredOrTokenInvalid",
+            account: None,
+        },
+        Flavor::Detail => StandardAnswers {
+            invalid: ("422", "Detail422Validation"),
+            too_large: "Detail413PayloadTooLarge",
+            limited: "Detail429RateLimitExceeded",
+            internal: "Detail500InternalError",
+            token: "Detail401TokenExpiredOrTokenInvalid",
+            account: None,
+        },
     };
-    let response = |name: &str| {
-        RefOr::Ref(utoipa::openapi::Ref::new(format!(
-            "#/components/responses/{name}"
-        )))
-    };
+    let secured = operation
+        .security
+        .as_ref()
+        .is_some_and(|requirements| !requirements.is_empty());
+    let with_body = operation.request_body.is_some();
     let responses = &mut operation.responses.responses;
-    responses
-        .entry(invalid_status.into())
-        .or_insert_with(|| response(invalid));
-    if operation.request_body.is_some() {
-        responses
-            .entry("413".into())
-            .or_insert_with(|| response(too_large));
+    let mut add = |status: &str, name: &str| {
+        responses.entry(status.into()).or_insert_with(|| {
+            RefOr::Ref(utoipa::openapi::Ref::new(format!(
+                "#/components/responses/{name}"
+            )))
+        });
+    };
+    add("429", answers.limited);
+    add("500", answers.internal);
+    add(answers.invalid.0, answers.invalid.1);
+    if secured {
+        add("401", answers.token);
+        if let Some(account) = answers.account {
+            add("403", account);
+        }
     }
+    if with_body {
+        add("413", answers.too_large);
+    }
+}
+
+/// The names of a route set's standard error answers (components/responses).
+struct StandardAnswers {
+    invalid: (&'static str, &'static str),
+    too_large: &'static str,
+    limited: &'static str,
+    internal: &'static str,
+    token: &'static str,
+    account: Option<&'static str>,
 }
 
 const HEADERS: &[(&str, &str, bool)] = &[

@@ -8,8 +8,6 @@ use rocket::http::{ContentType, Header};
 use rocket::response::{self, Responder};
 use rocket::{Request, Response, get};
 
-use crate::api::openapi::prelude::*;
-
 const TRADES_HTML: &str = include_str!("../../assets/trades/index.html");
 const TRADES_CSS: &str = include_str!("../../assets/trades/trades.css");
 const TRADES_JS: &str = include_str!("../../assets/trades/trades.js");
@@ -48,9 +46,7 @@ impl<'r> Responder<'r, 'static> for StaticFile {
     summary = "Trades page",
     description = "A web page served by tradehost itself (no CDN): sign in, then statistics, open positions, trade history and the raw ledger with symbol filters, CSV and PDF export, refreshed every 30 seconds. The page needs no token; its data calls carry one.",
     responses(
-        (status = 200, description = "The HTML page.", body = String, content_type = "text/html"),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 200, description = "The HTML page.", body = String, content_type = "text/html")
     ),
 )]
 #[get("/trades")]

@@ -68,9 +68,7 @@ crate::api::handlers![connect];
     ),
     responses(
         (status = 101, description = "Switching Protocols: the WebSocket is open."),
-        (status = 400, response = Platform400InvalidRequest),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 400, response = Platform400InvalidRequest)
     ),
 )]
 #[get("/")]

@@ -43,9 +43,7 @@ crate::api::handlers![
     responses(
         (status = 200, description = "Registered and signed in.", body = TokenResponse),
         (status = 409, description = "Conflict: User already exists", body = DetailError),
-        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError)
     ),
 )]
 #[post("/api/auth/register", data = "<body>")]
@@ -74,9 +72,7 @@ async fn register(
         (status = 200, description = "Signed in.", body = TokenResponse),
         (status = 401, description = "Not authenticated: Invalid credentials", body = DetailError, headers(("WWW-Authenticate"))),
         (status = 403, description = "Forbidden: Account suspended; Account disabled", body = DetailError),
-        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError)
     ),
 )]
 #[post("/api/auth/login", data = "<body>")]
@@ -102,10 +98,7 @@ async fn login(
     description = "The account, its broker names and its trading limits (`permissions`) from the trading settings.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Profile),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 200, description = "OK", body = Profile)
     ),
 )]
 #[get("/api/user/profile")]
@@ -123,11 +116,8 @@ async fn profile(app: &State<App>, user: AuthUser) -> ApiResult<Json<Profile>> {
     responses(
         (status = 200, description = "OK", body = BotAnswer, example = json!({"message": "Bot started successfully", "user_id": "0b7e6c1e-8d5f-4a8e-b2a4-91c3d2e5f601", "status": "starting"})),
         (status = 400, description = "Bad request: User not enabled or no permissions configured; Bot is already running", body = DetailError),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
         (status = 402, description = "Payment required: Live trading needs a paid subscription", body = DetailError),
-        (status = 403, description = "Forbidden: Trading is blocked by the kill switch", body = DetailError),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 403, description = "Forbidden: Trading is blocked by the kill switch", body = DetailError)
     ),
 )]
 #[post("/api/start_bot")]
@@ -143,10 +133,7 @@ async fn start_bot(app: &State<App>, user: AuthUser) -> ApiResult<Json<BotAnswer
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "OK", body = BotAnswer, example = json!({"message": "Bot stopped successfully", "user_id": "0b7e6c1e-8d5f-4a8e-b2a4-91c3d2e5f601", "status": "stopped"})),
-        (status = 400, description = "Bad request: No active trading instance found", body = DetailError),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 400, description = "Bad request: No active trading instance found", body = DetailError)
     ),
 )]
 #[post("/api/stop_bot")]
@@ -161,10 +148,7 @@ async fn stop_bot(app: &State<App>, user: AuthUser) -> ApiResult<Json<BotAnswer>
     description = "Whether trading is on, the engine state, the last scan and totals.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Status),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 200, description = "OK", body = Status)
     ),
 )]
 #[get("/api/status")]
@@ -179,10 +163,7 @@ async fn status(app: &State<App>, user: AuthUser) -> ApiResult<Json<Status>> {
     description = "The open positions as a bare JSON array.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Vec<Position>),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 200, description = "OK", body = Vec<Position>)
     ),
 )]
 #[get("/api/positions")]
@@ -197,10 +178,7 @@ async fn positions(app: &State<App>, user: AuthUser) -> ApiResult<Json<Vec<Posit
     description = "Trade count, win rate (percent), P&L, profit, loss (positive) and open positions.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Pnl),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 200, description = "OK", body = Pnl)
     ),
 )]
 #[get("/api/pnl")]
@@ -215,10 +193,7 @@ async fn pnl(app: &State<App>, user: AuthUser) -> ApiResult<Json<Pnl>> {
     description = "The user's trading settings in the backend's shape.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Config),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 200, description = "OK", body = Config)
     ),
 )]
 #[get("/api/config")]
@@ -236,11 +211,8 @@ async fn config(app: &State<App>, user: AuthUser) -> ApiResult<Json<Config>> {
     responses(
         (status = 200, description = "OK", body = Config),
         (status = 400, description = "Bad request: Risk level must be low, medium or high", body = DetailError),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
         (status = 403, description = "Forbidden: The value is above your subscription tier's limit", body = DetailError),
-        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError)
     ),
 )]
 #[post("/api/config", data = "<body>")]
@@ -268,10 +240,7 @@ struct ControlRequest {
     responses(
         (status = 403, description = "Forbidden: Trading is blocked by the kill switch (starting)", body = DetailError),
         (status = 200, description = "OK", body = Control, example = json!({"action": "start", "message": "Trading started", "status": "starting", "user_id": "0b7e6c1e-8d5f-4a8e-b2a4-91c3d2e5f601"})),
-        (status = 400, description = "Bad request: Action is required (start/stop/pause/resume); Invalid action. Use: start, stop, pause or resume; Bot is already running; No active trading instance found", body = DetailError),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 400, description = "Bad request: Action is required (start/stop/pause/resume); Invalid action. Use: start, stop, pause or resume; Bot is already running; No active trading instance found", body = DetailError)
     ),
 )]
 #[post("/api/trading/control", data = "<body>")]
@@ -291,10 +260,7 @@ async fn control(
     description = "The lower-case names of the user's broker connections.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = BrokerList),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 200, description = "OK", body = BrokerList)
     ),
 )]
 #[get("/api/user/brokers")]
@@ -317,10 +283,7 @@ async fn brokers(app: &State<App>, user: AuthUser) -> ApiResult<Json<BrokerList>
         (status = 403, description = "Forbidden: the subscription tier's number of exchange connections is reached", body = DetailError),
         (status = 200, description = "OK", body = backend::CredentialsChanged),
         (status = 400, description = "Bad request: Unsupported broker. Supported: paper, coinbase, kraken, binance, okx, alpaca; The broker rejected the API key", body = DetailError),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
-        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError)
     ),
 )]
 #[post("/api/user/brokers/<broker>", data = "<body>")]
@@ -347,11 +310,8 @@ async fn add_broker(
     ),
     responses(
         (status = 200, description = "OK", body = backend::CredentialsChanged),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
         (status = 404, description = "Not found: No kraken credentials found", body = DetailError),
-        (status = 409, description = "Conflict: The bot is running on this broker", body = DetailError),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 409, description = "Conflict: The bot is running on this broker", body = DetailError)
     ),
 )]
 #[delete("/api/user/brokers/<broker>")]

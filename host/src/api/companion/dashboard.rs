@@ -29,10 +29,7 @@ crate::api::handlers![
     description = "Returns, volatility, Sharpe, Sortino, Calmar, drawdowns and trade statistics of the account.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = DataEnvelope<Metrics>),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 200, description = "OK", body = DataEnvelope<Metrics>)
     ),
 )]
 #[get("/api/v1/dashboard/metrics")]
@@ -51,10 +48,7 @@ async fn metrics(app: &State<App>, user: AuthUser) -> ApiResult<Data<Metrics>> {
     ),
     responses(
         (status = 200, description = "OK", body = DataEnvelope<Vec<dashboard::EquityAt>>),
-        (status = 400, description = "Bad request: days must be a non-negative integer", body = CompanionError),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 400, description = "Bad request: days must be a non-negative integer", body = CompanionError)
     ),
 )]
 #[get("/api/v1/dashboard/equity-curve?<days>")]
@@ -78,10 +72,7 @@ async fn equity_curve(
     ),
     responses(
         (status = 200, description = "OK", body = DataEnvelope<Vec<dashboard::DrawdownAt>>),
-        (status = 400, description = "Bad request: days must be a non-negative integer", body = CompanionError),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 400, description = "Bad request: days must be a non-negative integer", body = CompanionError)
     ),
 )]
 #[get("/api/v1/dashboard/drawdown-curve?<days>")]
@@ -105,10 +96,7 @@ async fn drawdown_curve(
     request_body(content = SnapshotInput, example = json!({"cash": 800.0, "positions_value": 300.0, "unrealized_pnl": 12.0, "realized_pnl_today": 15.0, "total_trades": 10, "winning_trades": 6, "losing_trades": 4})),
     responses(
         (status = 200, description = "OK", body = SnapshotUpdated),
-        (status = 400, description = "Bad request: Request body is required; Missing required fields: positions_value, unrealized_pnl; total_trades must be a non-negative integer", body = CompanionError),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 400, description = "Bad request: Request body is required; Missing required fields: positions_value, unrealized_pnl; total_trades must be a non-negative integer", body = CompanionError)
     ),
 )]
 #[post("/api/v1/dashboard/update-snapshot", data = "<body>")]
@@ -167,10 +155,7 @@ impl utoipa::ToSchema for SnapshotInput {}
     description = "NAV, returns, risk ratios, trade statistics, strategy allocation and diversification in one object.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = DataEnvelope<dashboard::InvestorSummary>),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 200, description = "OK", body = DataEnvelope<dashboard::InvestorSummary>)
     ),
 )]
 #[get("/api/v1/dashboard/investor-summary")]
@@ -193,10 +178,7 @@ async fn investor_summary(
     ),
     responses(
         (status = 200, description = "OK", body = DataEnvelope<dashboard::MonthReport>),
-        (status = 400, description = "Bad request: Month must be between 1 and 12; Year must be between 2000 and 2100", body = CompanionError),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 400, description = "Bad request: Month must be between 1 and 12; Year must be between 2000 and 2100", body = CompanionError)
     ),
 )]
 #[get("/api/v1/dashboard/monthly-report/<year>/<month>")]
@@ -220,10 +202,7 @@ async fn monthly_report(
     description = "A report for each month with snapshots, oldest first.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = DataEnvelope<Vec<dashboard::MonthReport>>),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 200, description = "OK", body = DataEnvelope<Vec<dashboard::MonthReport>>)
     ),
 )]
 #[get("/api/v1/dashboard/monthly-reports")]

@@ -22,9 +22,7 @@ crate::api::handlers![root, start, stop, balance, positions, performance];
     summary = "Service info",
     description = "Name, version, default strategy, status and where these docs are. No token needed.",
     responses(
-        (status = 200, description = "OK", body = gateway::RootInfo),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 200, description = "OK", body = gateway::RootInfo)
     ),
 )]
 #[get("/", rank = 2)]
@@ -43,11 +41,8 @@ fn root(app: &State<App>) -> Json<gateway::RootInfo> {
     responses(
         (status = 200, description = "OK", body = Control),
         (status = 400, description = "Bad request: Trading is already running", body = DetailError),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
         (status = 403, description = "Forbidden: User not enabled or no permissions configured", body = DetailError),
-        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError)
     ),
 )]
 #[post("/api/v1/start", data = "<_body>")]
@@ -69,10 +64,7 @@ async fn start(
     responses(
         (status = 200, description = "OK", body = Control, example = json!({"success": true, "message": "Trading engine stopped successfully", "status": "stopped", "timestamp": "2026-11-22T06:40:00.123456Z"})),
         (status = 400, description = "Bad request: Already stopped", body = DetailError),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
-        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError)
     ),
 )]
 #[post("/api/v1/stop", data = "<_body>")]
@@ -91,10 +83,7 @@ async fn stop(
     description = "Equity, cash available for trading and the broker.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Balance),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 200, description = "OK", body = Balance)
     ),
 )]
 #[get("/api/v1/balance")]
@@ -109,10 +98,7 @@ async fn balance(app: &State<App>, user: AuthUser) -> ApiResult<Json<Balance>> {
     description = "The open positions with unrealized P&L and their total.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Positions),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 200, description = "OK", body = Positions)
     ),
 )]
 #[get("/api/v1/positions")]
@@ -131,10 +117,7 @@ async fn positions(app: &State<App>, user: AuthUser) -> ApiResult<Json<Positions
     ),
     responses(
         (status = 200, description = "OK", body = Performance),
-        (status = 401, response = Detail401TokenExpiredOrTokenInvalid),
-        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError)
+        (status = 422, description = "Validation error: a missing or mistyped body field, listed FastAPI-style in `detail`.", body = ValidationError)
     ),
 )]
 #[get("/api/v1/performance?<period>")]

@@ -8,7 +8,6 @@ use utoipa::ToSchema;
 
 use super::Json;
 use crate::App;
-use crate::api::openapi::prelude::*;
 use crate::store::{iso8601, now_ms};
 
 crate::api::handlers![health];
@@ -35,8 +34,6 @@ pub struct HealthStatus {
     description = "Whether the server and its database answer (companion sets A and B). No token needed.",
     responses(
         (status = 200, description = "Healthy.", body = HealthStatus),
-        (status = 429, response = Detail429RateLimitExceeded),
-        (status = 500, response = Detail500InternalError),
         (status = 503, description = "The database does not answer.", body = HealthStatus)
     ),
 )]

@@ -30,10 +30,7 @@ crate::api::handlers![
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "OK", body = DataEnvelope<Kpi>),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 404, description = "Not found: No KPI data available", body = CompanionError),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 404, description = "Not found: No KPI data available", body = CompanionError)
     ),
 )]
 #[get("/api/kpi/current")]
@@ -52,10 +49,7 @@ async fn current(app: &State<App>, user: AuthUser) -> ApiResult<Data<Kpi>> {
     ),
     responses(
         (status = 200, description = "OK", body = DataEnvelope<kpi::KpiHistory>),
-        (status = 400, description = "Bad request: hours must be a positive integer", body = CompanionError),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 400, description = "Bad request: hours must be a positive integer", body = CompanionError)
     ),
 )]
 #[get("/api/kpi/history?<hours>")]
@@ -75,10 +69,7 @@ async fn history(
     description = "Returns, risk ratios, trade statistics, exposure and account figures, or `status: no_data`.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = DataEnvelope<kpi::KpiSummary>),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 200, description = "OK", body = DataEnvelope<kpi::KpiSummary>)
     ),
 )]
 #[get("/api/kpi/summary")]
@@ -93,10 +84,7 @@ async fn summary(app: &State<App>, user: AuthUser) -> ApiResult<Data<kpi::KpiSum
     description = "Whether the KPI tracker runs, its intervals, and the times and counts of the caller's snapshots and reports.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = DataEnvelope<kpi::TrackerStatus>),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 200, description = "OK", body = DataEnvelope<kpi::TrackerStatus>)
     ),
 )]
 #[get("/api/performance/status")]
@@ -111,10 +99,7 @@ async fn status(app: &State<App>, user: AuthUser) -> ApiResult<Data<kpi::Tracker
     description = "The user's active risk alarms.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = DataEnvelope<kpi::Alarms>),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 200, description = "OK", body = DataEnvelope<kpi::Alarms>)
     ),
 )]
 #[get("/api/alarms/active")]
@@ -133,10 +118,7 @@ async fn active_alarms(app: &State<App>, user: AuthUser) -> ApiResult<Data<kpi::
     ),
     responses(
         (status = 200, description = "OK", body = DataEnvelope<kpi::Alarms>),
-        (status = 400, description = "Bad request: hours must be a positive integer", body = CompanionError),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 400, description = "Bad request: hours must be a positive integer", body = CompanionError)
     ),
 )]
 #[get("/api/alarms/history?<hours>")]
@@ -156,10 +138,7 @@ async fn alarm_history(
     description = "The KPI summary, tracker status, active alarms and the health of the monitoring in one call.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = DataEnvelope<kpi::Overview>),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 200, description = "OK", body = DataEnvelope<kpi::Overview>)
     ),
 )]
 #[get("/api/dashboard/overview")]
@@ -173,9 +152,7 @@ async fn overview(app: &State<App>, user: AuthUser) -> ApiResult<Data<kpi::Overv
     summary = "Health check (KPI set)",
     description = "Whether the server answers (companion set F). No token needed.",
     responses(
-        (status = 200, description = "OK", body = KpiHealth),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 200, description = "OK", body = KpiHealth)
     ),
 )]
 #[get("/api/health")]

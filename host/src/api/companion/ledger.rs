@@ -26,10 +26,7 @@ crate::api::handlers![open_positions, history, transactions, statistics, export]
     ),
     responses(
         (status = 200, description = "OK", body = OpenPositions),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Companion403Unauthorized),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 403, response = Companion403Unauthorized)
     ),
 )]
 #[get("/api/positions/open?<user_id>&<symbol>")]
@@ -58,10 +55,7 @@ async fn open_positions(
     responses(
         (status = 200, description = "OK", body = TradeHistory),
         (status = 400, description = "Bad request: limit must be an integer from 1 to 1000", body = CompanionError),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Companion403Unauthorized),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 403, response = Companion403Unauthorized)
     ),
 )]
 #[get("/api/trades/history?<user_id>&<symbol>&<limit>&<offset>")]
@@ -94,10 +88,7 @@ async fn history(
     responses(
         (status = 200, description = "OK", body = Ledger),
         (status = 400, description = "Bad request: limit must be an integer from 1 to 1000", body = CompanionError),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Companion403Unauthorized),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 403, response = Companion403Unauthorized)
     ),
 )]
 #[get("/api/trades/ledger?<user_id>&<symbol>&<limit>")]
@@ -124,10 +115,7 @@ async fn transactions(
     ),
     responses(
         (status = 200, description = "OK", body = StatisticsAnswer),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Companion403Unauthorized),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 403, response = Companion403Unauthorized)
     ),
 )]
 #[get("/api/trades/statistics?<user_id>")]
@@ -165,10 +153,7 @@ struct Download {
             (Vec<u8> = "application/pdf")
         )),
         (status = 400, description = "Bad request: Invalid table. Must be one of: trade_ledger, open_positions, completed_trades; Invalid format. Use \"csv\" or \"pdf\"", body = CompanionError),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Companion403Unauthorized),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 403, response = Companion403Unauthorized)
     ),
 )]
 #[get("/api/trades/export?<format>&<table>&<user_id>")]

@@ -19,10 +19,7 @@ crate::api::handlers![restart];
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "OK", body = Restarted),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 403, description = "Forbidden: Admin role required", body = CompanionError),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 403, description = "Forbidden: Admin role required", body = CompanionError)
     ),
 )]
 #[post("/api/restart")]

@@ -15,7 +15,6 @@ use serde::Deserialize;
 use super::Json;
 use crate::App;
 use crate::api::envelope::OptionalBody;
-use crate::api::openapi::prelude::*;
 use crate::auth::guards::Bearer;
 use crate::auth::{AuthUser, Principal};
 use crate::companion::safety::{self, SafetyStatus, StopAnswer};
@@ -76,9 +75,7 @@ impl<'r> FromRequest<'r> for Caller {
     summary = "Safety status",
     description = "The platform's trading state for anyone; the caller's own (mode, emergency stop, credentials, whether trading is on) when the request carries a valid bearer or the HttpOnly `tradehost_safety` cookie that the companion sign-in (`POST /api/auth/login`, `/api/auth/register`) sets for this path only. The original client polls it every 5 s without a token; it shows `trading_allowed` as its trading toggle and disables the toggle when `ui_indicators.allow_toggle` is false (the kill switch or the caller's emergency stop).",
     responses(
-        (status = 200, description = "OK", body = SafetyStatus),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 200, description = "OK", body = SafetyStatus)
     ),
 )]
 #[get("/api/safety/status")]
@@ -102,10 +99,7 @@ struct StopRequest {
     security(("bearerAuth" = [])),
     request_body(content = StopRequest, example = json!({"reason": "User activated emergency stop via UI"})),
     responses(
-        (status = 200, description = "OK", body = StopAnswer),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 200, description = "OK", body = StopAnswer)
     ),
 )]
 #[post("/api/safety/emergency-stop", data = "<body>")]
@@ -125,10 +119,7 @@ async fn emergency_stop(
     description = "The bot becomes `stopped` and can be started again; without an active emergency stop nothing changes.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = StopAnswer),
-        (status = 401, response = Companion401TokenExpiredOrTokenInvalid),
-        (status = 429, response = Companion429RateLimitExceeded),
-        (status = 500, response = Companion500InternalError)
+        (status = 200, description = "OK", body = StopAnswer)
     ),
 )]
 #[delete("/api/safety/emergency-stop")]

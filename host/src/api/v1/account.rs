@@ -34,11 +34,7 @@ crate::api::handlers![
     description = "Cash, equity, unrealized and realized P&L, fees, buying power and initial capital.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Enveloped<Balance>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<Balance>)
     ),
 )]
 #[get("/account/balance")]
@@ -57,11 +53,7 @@ async fn balance(app: &State<App>, user: AuthUser) -> ApiResult<Success<Balance>
         ("symbol" = Option<String>, Query, description = "Only this pair (BASE-QUOTE).", example = json!("BTC-USD"))
     ),
     responses(
-        (status = 200, description = "OK", body = Enveloped<Positions>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<Positions>)
     ),
 )]
 #[get("/account/positions?<broker>&<symbol>")]
@@ -87,11 +79,7 @@ async fn positions(
     ),
     responses(
         (status = 200, description = "OK", body = Enveloped<PositionView>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 404, description = "Not found: POSITION_NOT_FOUND", body = PlatformError),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 404, description = "Not found: POSITION_NOT_FOUND", body = PlatformError)
     ),
 )]
 #[get("/account/positions/<position_id>")]
@@ -114,11 +102,7 @@ async fn position(
     ),
     responses(
         (status = 200, description = "OK", body = Enveloped<PositionClosed>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
         (status = 404, description = "Not found: POSITION_NOT_FOUND", body = PlatformError),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError),
         (status = 502, description = "Bad gateway: BROKER_ERROR", body = PlatformError)
     ),
 )]
@@ -150,11 +134,7 @@ async fn close_position(
     ),
     responses(
         (status = 200, description = "OK", body = Enveloped<History>),
-        (status = 400, response = Platform400InvalidRequest),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 400, response = Platform400InvalidRequest)
     ),
 )]
 #[get("/account/history?<page>&<per_page>&<start_date>&<end_date>&<symbol>&<status>")]
@@ -195,11 +175,7 @@ async fn history(
     ),
     responses(
         (status = 200, description = "OK", body = Enveloped<Performance>),
-        (status = 400, response = Platform400InvalidRequest),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 400, response = Platform400InvalidRequest)
     ),
 )]
 #[get("/account/performance?<period>")]
@@ -220,11 +196,7 @@ async fn performance(
     description = "Account age, balance extremes, all-time trading totals, best month, current streak and risk settings.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Enveloped<Stats>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<Stats>)
     ),
 )]
 #[get("/account/stats")]

@@ -46,10 +46,7 @@ crate::api::handlers![
     responses(
         (status = 200, description = "OK", body = Enveloped<Reconciliation>),
         (status = 404, response = Platform404NotFound),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized)
     ),
 )]
 #[get("/admin/users/<user_id>/reconciliation")]
@@ -77,10 +74,7 @@ async fn user_reconciliation(
         (status = 404, response = Platform404NotFound),
         (status = 413, response = Platform413PayloadTooLarge),
         (status = 502, description = "`BROKER_ERROR`: the broker could not be asked.", body = PlatformError),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized)
     ),
 )]
 #[post("/admin/users/<user_id>/reconciliation/resolve", data = "<body>")]
@@ -113,10 +107,7 @@ async fn resolve_user_reconciliation(
     responses(
         (status = 200, description = "OK", body = Enveloped<AuditPage>),
         (status = 400, response = Platform400InvalidRequest),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized)
     ),
 )]
 #[get("/admin/audit-logs?<page>&<per_page>&<event_type>&<user_id>&<start_date>&<end_date>")]
@@ -156,10 +147,7 @@ async fn audit_logs(
     responses(
         (status = 200, description = "OK", body = Enveloped<UserList>),
         (status = 400, response = Platform400InvalidRequest),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized)
     ),
 )]
 #[get("/admin/users?<page>&<per_page>&<search>&<tier>&<status>")]
@@ -192,10 +180,7 @@ async fn users(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "OK", body = Enveloped<crate::admin::metrics::Metrics>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized)
     ),
 )]
 #[get("/admin/metrics")]
@@ -217,11 +202,8 @@ async fn metrics(
     ),
     responses(
         (status = 200, description = "OK", body = Enveloped<UserDetail>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
         (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
-        (status = 404, response = Platform404NotFound),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 404, response = Platform404NotFound)
     ),
 )]
 #[get("/admin/users/<user_id>")]
@@ -246,12 +228,9 @@ async fn user(
     responses(
         (status = 200, description = "OK", body = Enveloped<user_admin::Updated>),
         (status = 400, response = Platform400InvalidBody),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
         (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
         (status = 404, response = Platform404NotFound),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[put("/admin/users/<user_id>", data = "<body>")]
@@ -277,11 +256,8 @@ async fn update_user(
     responses(
         (status = 200, description = "OK", body = Enveloped<KillSwitchActivated>),
         (status = 400, response = Platform400InvalidBody),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
         (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/admin/kill-switch", data = "<body>")]
@@ -304,10 +280,7 @@ async fn activate_kill_switch(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "OK", body = Enveloped<KillSwitchState>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized)
     ),
 )]
 #[get("/admin/kill-switch")]
@@ -323,10 +296,7 @@ async fn kill_switch(app: &State<App>, _admin: AdminUser) -> ApiResult<Success<K
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "OK", body = Enveloped<KillSwitchState>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized)
     ),
 )]
 #[delete("/admin/kill-switch")]

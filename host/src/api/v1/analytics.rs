@@ -22,11 +22,7 @@ crate::api::handlers![dashboard, trades, create_export, download_export];
     description = "P&L, return, trades and win rate for today, the week and the month; open positions; equity; the month's top symbol.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Enveloped<Dashboard>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<Dashboard>)
     ),
 )]
 #[get("/analytics/dashboard")]
@@ -47,11 +43,7 @@ async fn dashboard(app: &State<App>, user: AuthUser) -> ApiResult<Success<Dashbo
     ),
     responses(
         (status = 200, description = "OK", body = Enveloped<TradeAnalytics>),
-        (status = 400, response = Platform400InvalidRequest),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 400, response = Platform400InvalidRequest)
     ),
 )]
 #[get("/analytics/trades?<period>&<symbol>&<group_by>")]
@@ -79,11 +71,7 @@ async fn trades(
     responses(
         (status = 200, description = "OK", body = Enveloped<Exported>),
         (status = 400, response = Platform400InvalidBody),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/analytics/export", data = "<body>")]
@@ -123,9 +111,7 @@ struct Download {
             (Vec<Object> = "application/json")
         )),
         (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 404, response = Platform404NotFound),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 404, response = Platform404NotFound)
     ),
 )]
 #[get("/analytics/export/<export_id>?<token>")]

@@ -32,9 +32,7 @@ crate::api::handlers![
         (status = 201, description = "Account created.", body = Enveloped<UserView>),
         (status = 400, description = "Bad request: INVALID_EMAIL, WEAK_PASSWORD, TERMS_NOT_ACCEPTED, INVALID_REQUEST", body = PlatformError),
         (status = 409, description = "Conflict: EMAIL_ALREADY_EXISTS", body = PlatformError),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/auth/register", data = "<body>")]
@@ -63,9 +61,7 @@ struct LoginRequest {
         (status = 400, response = Platform400InvalidBody),
         (status = 401, description = "Not authenticated: INVALID_CREDENTIALS", body = PlatformError),
         (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/auth/login", data = "<body>")]
@@ -94,9 +90,7 @@ struct RefreshRequest {
         (status = 200, description = "New tokens.", body = Enveloped<RefreshResponse>),
         (status = 400, response = Platform400InvalidBody),
         (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/auth/refresh", data = "<body>")]
@@ -127,11 +121,7 @@ struct LogoutRequest {
     responses(
         (status = 200, description = "Signed out.", body = Enveloped<Value>, example = json!({"success": true, "data": {"message": "Signed out"}, "timestamp": "2026-11-22T06:40:00.123Z"})),
         (status = 400, response = Platform400InvalidBody),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/auth/logout", data = "<body>")]
@@ -160,9 +150,7 @@ struct ResetRequest {
     responses(
         (status = 200, description = "Accepted.", body = Enveloped<Value>),
         (status = 400, response = Platform400InvalidBody),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/auth/reset-password", data = "<body>")]
@@ -191,9 +179,7 @@ struct ResetConfirmRequest {
         (status = 200, description = "Password changed.", body = Enveloped<Value>, example = json!({"success": true, "data": {"message": "Password changed; every session has been signed out"}, "timestamp": "2026-11-22T06:40:00.123Z"})),
         (status = 400, description = "Bad request: WEAK_PASSWORD, INVALID_REQUEST", body = PlatformError),
         (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/auth/reset-password/confirm", data = "<body>")]
@@ -225,10 +211,7 @@ struct ChangePasswordRequest {
         (status = 200, description = "Password changed.", body = Enveloped<Value>),
         (status = 400, description = "Bad request: WEAK_PASSWORD, INVALID_REQUEST", body = PlatformError),
         (status = 401, description = "Not authenticated: INVALID_CREDENTIALS, TOKEN_INVALID, TOKEN_EXPIRED", body = PlatformError),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[put("/auth/change-password", data = "<body>")]
@@ -260,11 +243,7 @@ async fn change_password(
     description = "The signed-in user, in the register answer's shape. (An addition to the specification.)",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Enveloped<UserView>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<UserView>)
     ),
 )]
 #[get("/auth/me")]

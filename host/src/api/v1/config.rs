@@ -31,11 +31,7 @@ crate::api::handlers![
     description = "The whole settings object with defaults filled in: trading, notifications, advanced and risk thresholds.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Enveloped<Settings>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<Settings>)
     ),
 )]
 #[get("/config/settings")]
@@ -53,12 +49,9 @@ async fn get_settings(app: &State<App>, user: AuthUser) -> ApiResult<Success<Set
     responses(
         (status = 200, description = "OK", body = Enveloped<Updated>),
         (status = 400, description = "Bad request: INVALID_SETTING, INVALID_RISK_LEVEL, INVALID_REQUEST", body = PlatformError),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
         (status = 402, description = "Payment required: SUBSCRIPTION_REQUIRED", body = PlatformError),
         (status = 403, description = "Forbidden: EXCEEDS_TIER_LIMIT, ACCOUNT_SUSPENDED, ACCOUNT_DISABLED", body = PlatformError),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[put("/config/settings", data = "<body>")]
@@ -77,11 +70,7 @@ async fn put_settings(
     description = "The user's broker connections with masked keys; secrets are never returned.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Enveloped<Connections>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<Connections>)
     ),
 )]
 #[get("/config/brokers")]
@@ -99,12 +88,9 @@ async fn list_brokers(app: &State<App>, user: AuthUser) -> ApiResult<Success<Con
     responses(
         (status = 201, description = "Connected.", body = Enveloped<Added>),
         (status = 400, description = "Bad request: UNSUPPORTED_BROKER, INVALID_API_KEY, INVALID_REQUEST", body = PlatformError),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
         (status = 403, description = "Forbidden: EXCEEDS_TIER_LIMIT, ACCOUNT_SUSPENDED, ACCOUNT_DISABLED", body = PlatformError),
         (status = 409, description = "Conflict: BROKER_ALREADY_CONNECTED", body = PlatformError),
         (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError),
         (status = 502, response = Platform502PluginError)
     ),
 )]
@@ -129,12 +115,8 @@ async fn add_broker(
     ),
     responses(
         (status = 200, description = "OK", body = Enveloped<Removed>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
         (status = 404, response = Platform404NotFound),
-        (status = 409, description = "Conflict: BROKER_IN_USE", body = PlatformError),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 409, description = "Conflict: BROKER_IN_USE", body = PlatformError)
     ),
 )]
 #[delete("/config/brokers/<broker_id>")]
@@ -161,11 +143,7 @@ async fn remove_broker(
     responses(
         (status = 200, description = "OK", body = Enveloped<TestResult>),
         (status = 400, description = "Bad request: INVALID_API_KEY", body = PlatformError),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
         (status = 404, response = Platform404NotFound),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError),
         (status = 502, description = "Bad gateway: BROKER_ERROR, PLUGIN_ERROR", body = PlatformError)
     ),
 )]
@@ -185,11 +163,7 @@ async fn test_broker(
     description = "Creates the key for POST /webhooks/signals, shown this once. Creating a new one ends the old at once.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Enveloped<WebhookKey>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<WebhookKey>)
     ),
 )]
 #[post("/config/webhook-key")]

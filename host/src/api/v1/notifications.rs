@@ -28,11 +28,7 @@ crate::api::handlers![
     description = "The user's outgoing webhooks, the event types they can take, and the header posts are signed in.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Enveloped<Webhooks>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<Webhooks>)
     ),
 )]
 #[get("/config/notifications/webhooks")]
@@ -50,11 +46,7 @@ async fn list_webhooks(app: &State<App>, user: AuthUser) -> ApiResult<Success<We
     responses(
         (status = 201, description = "Created", body = Enveloped<Added>),
         (status = 400, response = Platform400InvalidRequest),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/config/notifications/webhooks", data = "<body>")]
@@ -77,11 +69,7 @@ async fn add_webhook(
     ),
     responses(
         (status = 200, description = "OK", body = Enveloped<Removed>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 404, response = Platform404NotFound),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 404, response = Platform404NotFound)
     ),
 )]
 #[delete("/config/notifications/webhooks/<webhook_id>")]
@@ -104,11 +92,7 @@ async fn remove_webhook(
     ),
     responses(
         (status = 200, description = "OK", body = Enveloped<Queued>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 404, response = Platform404NotFound),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 404, response = Platform404NotFound)
     ),
 )]
 #[post("/config/notifications/webhooks/<webhook_id>/test")]
@@ -131,11 +115,7 @@ async fn test_webhook(
     ),
     responses(
         (status = 200, description = "OK", body = Enveloped<Deliveries>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 404, response = Platform404NotFound),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 404, response = Platform404NotFound)
     ),
 )]
 #[get("/config/notifications/webhooks/<webhook_id>/deliveries")]
@@ -154,11 +134,7 @@ async fn webhook_deliveries(
     description = "Makes a new secret, shows it this once; later posts are signed with it.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Enveloped<Secret>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<Secret>)
     ),
 )]
 #[post("/config/notifications/secret")]

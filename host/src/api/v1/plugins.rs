@@ -24,10 +24,7 @@ crate::api::handlers![list, detail, upload, activate, rollback, configure];
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "OK", body = Enveloped<Value>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized)
     ),
 )]
 #[get("/admin/plugins")]
@@ -46,11 +43,8 @@ fn list(app: &State<App>, _admin: AdminUser) -> Success<Value> {
     ),
     responses(
         (status = 200, description = "OK", body = Enveloped<PluginDetail>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
         (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
         (status = 404, response = Platform404NotFound),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError),
         (status = 502, response = Platform502PluginError)
     ),
 )]
@@ -73,11 +67,8 @@ async fn detail(
     responses(
         (status = 200, description = "OK", body = Enveloped<PluginSummary>),
         (status = 400, response = Platform400InvalidBody),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
         (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
         (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError),
         (status = 502, response = Platform502PluginError)
     ),
 )]
@@ -109,12 +100,9 @@ struct ActivateRequest {
     responses(
         (status = 200, description = "OK", body = Enveloped<PluginSummary>),
         (status = 400, response = Platform400InvalidBody),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
         (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
         (status = 404, response = Platform404NotFound),
         (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError),
         (status = 502, response = Platform502PluginError)
     ),
 )]
@@ -143,11 +131,8 @@ async fn activate(
     responses(
         (status = 200, description = "OK", body = Enveloped<PluginSummary>),
         (status = 400, response = Platform400InvalidRequest),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
         (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
-        (status = 404, response = Platform404NotFound),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 404, response = Platform404NotFound)
     ),
 )]
 #[post("/admin/plugins/<name>/rollback")]
@@ -178,12 +163,9 @@ struct ConfigureRequest {
     responses(
         (status = 200, description = "OK", body = Enveloped<PluginSummary>),
         (status = 400, response = Platform400InvalidBody),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
         (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized),
         (status = 404, response = Platform404NotFound),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[put("/admin/plugins/<name>/config", data = "<body>")]

@@ -19,9 +19,7 @@ crate::api::handlers![plans, current, upgrade, cancel, usage];
     summary = "Plans",
     description = "The tiers with prices, features and limits. No token needed.",
     responses(
-        (status = 200, description = "OK", body = Enveloped<Plans>),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<Plans>)
     ),
 )]
 #[get("/subscription/plans")]
@@ -36,11 +34,7 @@ fn plans() -> Success<Plans> {
     description = "Tier, interval, status, period, trial, amount, payment method and next billing.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Enveloped<SubscriptionView>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<SubscriptionView>)
     ),
 )]
 #[get("/subscription/current")]
@@ -58,11 +52,7 @@ async fn current(app: &State<App>, user: AuthUser) -> ApiResult<Success<Subscrip
     responses(
         (status = 200, description = "OK", body = Enveloped<Upgraded>),
         (status = 400, description = "Bad request: INVALID_REQUEST", body = PlatformError),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/subscription/upgrade", data = "<body>")]
@@ -87,11 +77,7 @@ async fn upgrade(
     responses(
         (status = 200, description = "OK", body = Enveloped<Cancelled>),
         (status = 400, description = "Bad request: INVALID_REQUEST", body = PlatformError),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/subscription/cancel", data = "<body>")]
@@ -113,11 +99,7 @@ async fn cancel(
     description = "API calls, trades, positions and broker connections against the tier's limits in the current period, with warnings from 80 %.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Enveloped<Usage>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<Usage>)
     ),
 )]
 #[get("/subscription/usage")]

@@ -43,11 +43,7 @@ crate::api::handlers![
     ),
     responses(
         (status = 200, description = "OK", body = Enveloped<OrdersPage>),
-        (status = 400, response = Platform400InvalidRequest),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 400, response = Platform400InvalidRequest)
     ),
 )]
 #[get("/trading/orders?<status>&<page>&<per_page>")]
@@ -73,11 +69,7 @@ async fn orders(
     ),
     responses(
         (status = 200, description = "OK", body = Enveloped<OrderView>),
-        (status = 404, response = Platform404NotFound),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 404, response = Platform404NotFound)
     ),
 )]
 #[get("/trading/orders/<order_id>")]
@@ -98,10 +90,6 @@ async fn order(app: &State<App>, user: AuthUser, order_id: &str) -> ApiResult<Su
         (status = 200, description = "OK", body = Enveloped<OrderView>),
         (status = 400, response = Platform400InvalidRequest),
         (status = 404, response = Platform404NotFound),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError),
         (status = 502, response = Platform502BrokerError)
     ),
 )]
@@ -121,11 +109,7 @@ async fn cancel_order(
     description = "Whether the books agree with the broker: open discrepancies (which stop the bot until resolved), recent ones, and orders still live.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Enveloped<Reconciliation>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<Reconciliation>)
     ),
 )]
 #[get("/trading/reconciliation")]
@@ -144,11 +128,7 @@ async fn reconciliation(app: &State<App>, user: AuthUser) -> ApiResult<Success<R
         (status = 200, description = "OK", body = Enveloped<Reconciliation>),
         (status = 400, response = Platform400InvalidBody),
         (status = 413, response = Platform413PayloadTooLarge),
-        (status = 502, description = "`BROKER_ERROR`: the broker could not be asked.", body = PlatformError),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 502, description = "`BROKER_ERROR`: the broker could not be asked.", body = PlatformError)
     ),
 )]
 #[post("/trading/reconciliation/resolve", data = "<body>")]
@@ -172,13 +152,10 @@ async fn resolve(
     responses(
         (status = 200, description = "Starting.", body = Enveloped<Started>),
         (status = 400, description = "Bad request: UNSUPPORTED_BROKER, NO_BROKER_CONFIGURED, INVALID_RISK_LEVEL, INVALID_REQUEST", body = PlatformError),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
         (status = 402, description = "Payment required: SUBSCRIPTION_REQUIRED", body = PlatformError),
         (status = 403, description = "Forbidden: KILL_SWITCH_ACTIVE, ACCOUNT_SUSPENDED, ACCOUNT_DISABLED", body = PlatformError),
         (status = 409, description = "Conflict: ALREADY_RUNNING", body = PlatformError),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/trading/start", data = "<body>")]
@@ -200,11 +177,7 @@ async fn start(
     responses(
         (status = 200, description = "OK", body = Enveloped<Stopped>),
         (status = 400, description = "Bad request: NOT_RUNNING, INVALID_REQUEST", body = PlatformError),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/trading/stop", data = "<body>")]
@@ -225,11 +198,7 @@ async fn stop(
     description = "The bot's state, uptime, broker, strategy, pairs, scan times, open positions, today's trades and last error.",
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "OK", body = Enveloped<BotStatusView>),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 200, description = "OK", body = Enveloped<BotStatusView>)
     ),
 )]
 #[get("/trading/status")]
@@ -247,11 +216,7 @@ async fn status(app: &State<App>, user: AuthUser) -> ApiResult<Success<BotStatus
     responses(
         (status = 200, description = "OK", body = Enveloped<EmergencyStopped>),
         (status = 400, response = Platform400InvalidBody),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 413, response = Platform413PayloadTooLarge)
     ),
 )]
 #[post("/trading/emergency-stop", data = "<body>")]
@@ -273,11 +238,7 @@ async fn emergency_stop(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "OK", body = Enveloped<StatusChange>, example = json!({"success": true, "data": {"status": "paused", "message": "Bot paused"}, "timestamp": "2026-11-22T06:40:00.123Z"})),
-        (status = 400, description = "Bad request: NOT_RUNNING", body = PlatformError),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 400, description = "Bad request: NOT_RUNNING", body = PlatformError)
     ),
 )]
 #[post("/trading/pause")]
@@ -294,11 +255,7 @@ async fn pause(app: &State<App>, user: AuthUser) -> ApiResult<Success<StatusChan
     responses(
         (status = 200, description = "OK", body = Enveloped<StatusChange>, example = json!({"success": true, "data": {"status": "running", "message": "Bot resumed"}, "timestamp": "2026-11-22T06:40:00.123Z"})),
         (status = 400, description = "Bad request: NOT_RUNNING", body = PlatformError),
-        (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 403, response = Platform403AccountDisabledOrAccountSuspended),
-        (status = 409, description = "Conflict: ALREADY_RUNNING", body = PlatformError),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 409, description = "Conflict: ALREADY_RUNNING", body = PlatformError)
     ),
 )]
 #[post("/trading/resume")]

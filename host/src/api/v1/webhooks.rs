@@ -29,8 +29,7 @@ crate::api::handlers![signal, signal_status, payment];
         (status = 400, description = "Bad request: NOT_RUNNING, INVALID_REQUEST", body = PlatformError),
         (status = 401, description = "Not authenticated: TOKEN_INVALID", body = PlatformError),
         (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, description = "Too many requests: RATE_LIMIT_EXCEEDED", body = PlatformError, headers(("Retry-After"))),
-        (status = 500, response = Platform500InternalError)
+        (status = 429, description = "Too many requests: RATE_LIMIT_EXCEEDED", body = PlatformError, headers(("Retry-After")))
     ),
 )]
 #[post("/webhooks/signals", data = "<body>")]
@@ -65,9 +64,7 @@ impl<'r> FromRequest<'r> for WebhookKey {
     responses(
         (status = 200, description = "OK", body = Enveloped<SignalView>),
         (status = 401, response = Platform401TokenExpiredOrTokenInvalid),
-        (status = 404, response = Platform404NotFound),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError)
+        (status = 404, response = Platform404NotFound)
     ),
 )]
 #[get("/webhooks/signals/<trade_id>")]
@@ -120,8 +117,6 @@ impl<'r> FromRequest<'r> for StripeSignature {
         (status = 400, response = Platform400InvalidBody),
         (status = 401, description = "Not authenticated: INVALID_SIGNATURE", body = PlatformError),
         (status = 413, response = Platform413PayloadTooLarge),
-        (status = 429, response = Platform429RateLimitExceeded),
-        (status = 500, response = Platform500InternalError),
         (status = 503, description = "Service unavailable: SERVICE_UNAVAILABLE", body = PlatformError)
     ),
 )]
