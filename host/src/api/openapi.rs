@@ -240,31 +240,15 @@ impl Modify for Conventions {
 /// and catchers, in the envelope of the operation's route set; an attribute that lists one of
 /// these statuses itself keeps its own.
 fn standard_answers(flavor: Flavor, operation: &mut Operation) {
-    let answers = match flavor {
-        Flavor::Platform => StandardAnswers {
-            invalid: ("400", "Platform400InvalidRequest"),
-            too_large: "Platform413PayloadTooLarge",
-            limited: "Platform429RateLimitExceeded",
-            internal: "Platform500InternalError",
-            token: "Platform401TokenExpiredOrTokenInvalid",
-            account: Some("Platform403AccountDisabledOrAccountSuspended"),
-        },
-        Flavor::Companion => StandardAnswers {
-            invalid: ("400", "Companion400InvalidRequest"),
-            too_large: "Companion413PayloadTooLarge",
-            limited: "Companion429RateLimitExceeded",
-            internal: "Companion500InternalError",
-            token: "Companion401TokenExpiredOrTokenInvalid",
-            account: None,
-        },
-        Flavor::Detail => StandardAnswers {
-            invalid: ("422", "Detail422Validation"),
-            too_large: "Detail413PayloadTooLarge",
-            limited: "Detail429RateLimitExceeded",
-            internal: "Detail500InternalError",
-            token: "Detail401TokenExpiredOrTokenInvalid",
-            account: None,
-        },
+    // The components are named `<set><status><what>` (see `error_responses!` below).
+    let set = match flavor {
+        Flavor::Platform => "Platform",
+        Flavor::Companion => "Companion",
+        Flavor::Detail => "Detail",
+    };
+    let invalid = match flavor {
+        Flavor::Detail => ("422", "Detail422Validation".to_string()),
+        _ => ("400", format!("{set}400InvalidRequest")),
     };
     let secured = operation
         .security
@@ -279,28 +263,18 @@ fn standard_answers(flavor: Flavor, operation: &mut Operation) {
             )))
         });
     };
-    add("429", answers.limited);
-    add("500", answers.internal);
-    add(answers.invalid.0, answers.invalid.1);
+    add("429", &format!("{set}429RateLimitExceeded"));
+    add("500", &format!("{set}500InternalError"));
+    add(invalid.0, &invalid.1);
     if secured {
-        add("401", answers.token);
-        if let Some(account) = answers.account {
-            add("403", account);
+        add("401", &format!("{set}401TokenExpiredOrTokenInvalid"));
+        if flavor == Flavor::Platform {
+            add("403", "Platform403AccountDisabledOrAccountSuspended");
         }
     }
     if with_body {
-        add("413", answers.too_large);
+        add("413", &format!("{set}413PayloadTooLarge"));
     }
-}
-
-/// The names of a route set's standard error answers (components/responses).
-struct StandardAnswers {
-    invalid: (&'static str, &'static str),
-    too_large: &'static str,
-    limited: &'static str,
-    internal: &'static str,
-    token: &'static str,
-    account: Option<&'static str>,
 }
 
 const HEADERS: &[(&str, &str, bool)] = &[
