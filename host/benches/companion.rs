@@ -484,7 +484,7 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
         trading::insert_ledger(&mut *tx, user_id, &new_id(), Some(&new_id()), &close)
             .await
             .expect("a ledger row");
-        trading::insert_trade(&mut *tx, user_id, &trade)
+        trading::insert_trade(&mut tx, user_id, &trade)
             .await
             .expect("a trade");
         events.push(Event {

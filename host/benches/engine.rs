@@ -71,11 +71,7 @@ async fn start_bots(app: &App, count: u64, strategy: &str) {
             .execute(&app.db.pool)
             .await
             .unwrap();
-        let user = Principal {
-            user_id: id,
-            session_id: String::new(),
-            role: "user".into(),
-        };
+        let user = Principal::of_user(users::by_id(&app.db.pool, &id).await.unwrap().unwrap());
         let meta = ClientMeta {
             ip: None,
             user_agent: None,

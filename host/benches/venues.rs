@@ -79,11 +79,7 @@ async fn user_on(app: &App, broker: &str, connection: serde_json::Value) -> Prin
         .execute(&app.db.pool)
         .await
         .unwrap();
-    let user = Principal {
-        user_id: id,
-        session_id: String::new(),
-        role: "user".into(),
-    };
+    let user = Principal::of_user(users::by_id(&app.db.pool, &id).await.unwrap().unwrap());
     let meta = ClientMeta {
         ip: None,
         user_agent: None,

@@ -121,6 +121,8 @@ pub struct AppConfig {
     /// Companion sets: seconds between KPI snapshots and between performance reports.
     pub perf_update_interval: Duration,
     pub perf_report_interval: Duration,
+    /// How long histories and finished work are kept (see `retention`).
+    pub retention: RetentionPolicy,
     /// Defaults of risk thresholds that the operator overrides (`TRADEHOST_MAX_DRAWDOWN`, ...).
     pub threshold_defaults: Vec<(&'static str, f64)>,
     /// `POST /api/restart` closes open positions before the bots are reloaded.
@@ -196,6 +198,7 @@ impl std::fmt::Debug for AppConfig {
             .field("port", &self.port)
             .field("perf_update_interval", &self.perf_update_interval)
             .field("perf_report_interval", &self.perf_report_interval)
+            .field("retention", &self.retention)
             .field("threshold_defaults", &self.threshold_defaults)
             .field(
                 "close_positions_on_restart",
@@ -367,6 +370,7 @@ impl AppConfig {
                 bail!("{name} must be 0.1-86400 seconds, got {value}");
             }
         }
+        let retention = RetentionPolicy::from_env(env)?;
         let mut threshold_defaults = Vec::new();
         for (variable, threshold) in [
             ("TRADEHOST_MAX_DRAWDOWN", "max_drawdown_pct"),
@@ -446,6 +450,7 @@ impl AppConfig {
             port,
             perf_update_interval: Duration::from_secs_f64(perf_update),
             perf_report_interval: Duration::from_secs_f64(perf_report),
+            retention,
             threshold_defaults,
             close_positions_on_restart: flag("TRADEHOST_CLOSE_POSITIONS_ON_RESTART")?,
             exit_on_restart: flag("TRADEHOST_EXIT_ON_RESTART")?,
@@ -506,6 +511,79 @@ fn urlencode(raw: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// How long each kind of row is kept; `retention` applies it every `interval`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetentionPolicy {
+    /// Time between runs (`TRADEHOST_RETENTION_INTERVAL`, seconds; 3600).
+    pub interval: Duration,
+    /// Tracker snapshots and equity points: all kept this many days
+    /// (`TRADEHOST_SNAPSHOT_FULL_DAYS`, 2), then one an hour until
+    /// `TRADEHOST_SNAPSHOT_HOURLY_DAYS` (90), then one a day.
+    pub snapshot_full_days: u32,
+    pub snapshot_hourly_days: u32,
+    /// Ended sessions (`TRADEHOST_SESSION_RETENTION_DAYS`, 30).
+    pub session_days: u32,
+    /// Audit rows (`TRADEHOST_AUDIT_RETENTION_DAYS`, 365; 0 keeps them forever).
+    pub audit_days: u32,
+    /// Delivered mail and finished notifications (`TRADEHOST_MAIL_RETENTION_DAYS`, 30).
+    pub mail_days: u32,
+}
+
+impl Default for RetentionPolicy {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(3600),
+            snapshot_full_days: 2,
+            snapshot_hourly_days: 90,
+            session_days: 30,
+            audit_days: 365,
+            mail_days: 30,
+        }
+    }
+}
+
+impl RetentionPolicy {
+    fn from_env(env: EnvLookup<'_>) -> Result<Self> {
+        let defaults = Self::default();
+        let interval: f64 = parse_env(env, "TRADEHOST_RETENTION_INTERVAL")?
+            .unwrap_or(defaults.interval.as_secs_f64());
+        if !(1.0..=604_800.0).contains(&interval) {
+            bail!("TRADEHOST_RETENTION_INTERVAL must be 1-604800 seconds, got {interval}");
+        }
+        let days = |name: &str, default: u32, min: u32| -> Result<u32> {
+            let value: u32 = parse_env(env, name)?.unwrap_or(default);
+            if !(min..=36_500).contains(&value) {
+                bail!("{name} must be {min}-36500 days, got {value}");
+            }
+            Ok(value)
+        };
+        let snapshot_full_days = days(
+            "TRADEHOST_SNAPSHOT_FULL_DAYS",
+            defaults.snapshot_full_days,
+            1,
+        )?;
+        let snapshot_hourly_days = days(
+            "TRADEHOST_SNAPSHOT_HOURLY_DAYS",
+            defaults.snapshot_hourly_days,
+            1,
+        )?;
+        if snapshot_hourly_days < snapshot_full_days {
+            bail!(
+                "TRADEHOST_SNAPSHOT_HOURLY_DAYS ({snapshot_hourly_days}) must not be less than \
+                 TRADEHOST_SNAPSHOT_FULL_DAYS ({snapshot_full_days})"
+            );
+        }
+        Ok(Self {
+            interval: Duration::from_secs_f64(interval),
+            snapshot_full_days,
+            snapshot_hourly_days,
+            session_days: days("TRADEHOST_SESSION_RETENTION_DAYS", defaults.session_days, 1)?,
+            audit_days: days("TRADEHOST_AUDIT_RETENTION_DAYS", defaults.audit_days, 0)?,
+            mail_days: days("TRADEHOST_MAIL_RETENTION_DAYS", defaults.mail_days, 1)?,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -10,9 +10,11 @@ use crate::App;
 use crate::auth::Principal;
 use crate::csv_cells;
 use crate::engine::accounting::float;
+use crate::engine::totals::AccountTotals;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::pdf;
 use crate::store::ledger::{self as rows, Scope};
+use crate::store::totals;
 use crate::store::{iso8601, now_ms};
 
 /// Whose books a request reads: its own, or (admins only) one user's or everyone's.
@@ -290,39 +292,24 @@ pub struct Statistics {
     pub win_rate: f64,
 }
 
+/// From the owner's running totals (every account's, for an operator without a filter): one
+/// row per account, whatever the length of the history.
 async fn statistics_of(app: &App, owner: &Owner) -> ApiResult<Statistics> {
-    let trades = rows::trade_results(&app.db, owner.user_id.as_deref()).await?;
-    let (mut total, mut fees) = (Decimal::ZERO, Decimal::ZERO);
-    let (mut winners, mut losers) = (0u64, 0u64);
-    let (mut best, mut worst): (Option<Decimal>, Option<Decimal>) = (None, None);
-    for (net, fee) in &trades {
-        let net = dec(net)?;
-        total += net;
-        fees += dec(fee)?;
-        if net > Decimal::ZERO {
-            winners += 1;
-        } else if net < Decimal::ZERO {
-            losers += 1;
-        }
-        best = Some(best.map_or(net, |b| b.max(net)));
-        worst = Some(worst.map_or(net, |w| w.min(net)));
-    }
-    let count = trades.len() as u64;
+    let totals = match &owner.user_id {
+        Some(user_id) => totals::get(&app.db.pool, user_id).await?,
+        None => AccountTotals::combine(&totals::all(&app.db).await?),
+    };
     Ok(Statistics {
-        total_trades: count,
-        total_pnl: float(total),
-        avg_pnl: (count > 0).then(|| float((total / Decimal::from(count)).round_dp(8))),
-        winners,
-        losers,
-        best_trade: best.map(float),
-        worst_trade: worst.map(float),
-        total_fees: float(fees),
+        total_trades: totals.trades,
+        total_pnl: float(totals.net_pnl),
+        avg_pnl: totals.avg_pnl().map(float),
+        winners: totals.winners,
+        losers: totals.losers,
+        best_trade: totals.best_trade.map(float),
+        worst_trade: totals.worst_trade.map(float),
+        total_fees: float(totals.fees),
         open_positions: rows::count_open_positions(&app.db, owner.user_id.as_deref()).await?,
-        win_rate: if count == 0 {
-            0.0
-        } else {
-            (winners as f64 * 10_000.0 / count as f64).round() / 100.0
-        },
+        win_rate: totals.win_rate_pct(),
     })
 }
 
@@ -660,11 +647,7 @@ mod tests {
     use super::*;
 
     fn principal(id: &str, role: &str) -> Principal {
-        Principal {
-            user_id: id.into(),
-            session_id: "s".into(),
-            role: role.into(),
-        }
+        Principal::for_tests(id, role)
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod pdf;
 pub mod performance;
 pub mod plugins;
 pub mod ratelimit;
+pub mod retention;
 pub mod secrets;
 pub mod settings;
 pub mod signals;
@@ -45,7 +46,7 @@ use crate::auth::password::Passwords;
 use crate::auth::sessions::SessionCache;
 use crate::config::AppConfig;
 use crate::mail::Mailer;
-use crate::ratelimit::{InMemoryRateLimiter, RateLimiter, UserLimits};
+use crate::ratelimit::{InMemoryRateLimiter, RateLimiter};
 use crate::store::Db;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -62,7 +63,6 @@ pub struct AppInner {
     pub passwords: Passwords,
     pub sessions: SessionCache,
     pub limiter: Arc<dyn RateLimiter>,
-    pub user_limits: UserLimits,
     pub mailer: Mailer,
     pub notifier: notices::Notifier,
     pub plugins: Arc<plugins::Registry>,
@@ -118,7 +118,6 @@ impl App {
             passwords: Passwords::for_this_machine(),
             sessions: SessionCache::new(Duration::from_secs(10)),
             limiter: memory_limiter.clone(),
-            user_limits: UserLimits::new(Duration::from_secs(30)),
             mailer: Mailer::new(config.smtp_url.as_deref(), &config.mail_from)?,
             notifier: notices::Notifier::default(),
             memory_limiter: Some(memory_limiter),
@@ -127,9 +126,14 @@ impl App {
         })))
     }
 
+    /// After a commit that changed a user's row (tier, status, role, name, password): the next
+    /// request sees the change, its rate limit included.
+    pub fn user_changed(&self, user_id: &str) {
+        self.sessions.forget_user(user_id);
+    }
+
     fn sweep_caches(&self) {
         self.sessions.sweep();
-        self.user_limits.sweep();
         self.events.sweep();
         self.engine.evict_idle();
         if let Some(limiter) = &self.memory_limiter {
@@ -146,6 +150,7 @@ impl App {
         tokio::spawn(engine::run(self.clone()));
         tokio::spawn(engine::supervisor::run(self.clone()));
         tokio::spawn(performance::run(self.clone()));
+        tokio::spawn(retention::run(self.clone()));
         let sweeper = self.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(60));

@@ -2,7 +2,7 @@
 //! requests, and failed logins per e-mail. Fixed one-minute windows, so `X-RateLimit-Reset` is the
 //! window's end. The limiter is an interface: in process now, shared (Redis) for several instances.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dashmap::DashMap;
 use rocket::fairing::{Fairing, Info, Kind};
@@ -11,9 +11,9 @@ use rocket::http::{Header, Method};
 use rocket::{Data, Request, Response};
 
 use crate::App;
-use crate::auth::guards::Bearer;
+use crate::auth::guards::{Bearer, session_check};
 use crate::billing::plans::Tier;
-use crate::store::users;
+use crate::store::users::UserRow;
 
 pub const MINUTE: Duration = Duration::from_secs(60);
 
@@ -117,61 +117,20 @@ impl RateLimiter for InMemoryRateLimiter {
     }
 }
 
-/// Per-user request limits by effective tier, cached briefly so the check costs no query.
-pub struct UserLimits {
-    cache: DashMap<String, (u32, Instant)>,
-    ttl: Duration,
-}
-
-impl UserLimits {
-    pub fn new(ttl: Duration) -> Self {
-        Self {
-            cache: DashMap::new(),
-            ttl,
-        }
-    }
-
-    pub async fn per_minute(&self, app: &App, user_id: &str) -> u32 {
-        if let Some(entry) = self.cache.get(user_id).filter(|e| e.1.elapsed() < self.ttl) {
-            return entry.0;
-        }
-        let multiplier = app.config.api_rate_multiplier;
-        let tier = match users::by_id(&app.db.pool, user_id).await {
-            Ok(Some(user)) => {
-                let trial = user
-                    .trial_ends_at
-                    .is_some_and(|end| end > crate::store::now_ms());
-                let tier = Tier::parse(&user.subscription_tier)
-                    .unwrap_or(Tier::Free)
-                    .effective(trial);
-                // Operators work at the top tier's budget whatever their own subscription.
-                if user.role == "admin" {
-                    Tier::Enterprise
-                } else {
-                    tier
-                }
-            }
-            // Unknown user (deleted) or a failing database: the strictest tier, not cached.
-            Ok(None) => return tier_limit(Tier::Free, multiplier),
-            Err(err) => {
-                tracing::warn!("tier lookup for rate limiting failed: {err}");
-                return tier_limit(Tier::Free, multiplier);
-            }
-        };
-        let limit = tier_limit(tier, multiplier);
-        self.cache
-            .insert(user_id.to_string(), (limit, Instant::now()));
-        limit
-    }
-
-    /// After a tier change, so the new limit applies to the next request.
-    pub fn forget(&self, user_id: &str) {
-        self.cache.remove(user_id);
-    }
-
-    pub fn sweep(&self) {
-        self.cache.retain(|_, entry| entry.1.elapsed() < self.ttl);
-    }
+/// A user's requests per minute: their effective tier's, scaled by the operator's multiplier.
+/// Operators work at the top tier's budget whatever their own subscription.
+pub fn user_limit(user: &UserRow, multiplier: u32) -> u32 {
+    let trial = user
+        .trial_ends_at
+        .is_some_and(|end| end > crate::store::now_ms());
+    let tier = if user.role == "admin" {
+        Tier::Enterprise
+    } else {
+        Tier::parse(&user.subscription_tier)
+            .unwrap_or(Tier::Free)
+            .effective(trial)
+    };
+    tier_limit(tier, multiplier)
 }
 
 /// A tier's requests per minute, scaled by the operator's multiplier.
@@ -256,20 +215,25 @@ impl Fairing for RateLimitFairing {
         };
         let path = req.uri().path().as_str().to_string();
         let ip = ip_bucket(req.client_ip());
-        let bearer = Bearer::of(req);
-        if let Bearer::Valid(claims) = bearer {
-            app.usage.api_call(&claims.sub);
-        }
-        let (key, limit) = match bearer {
-            _ if is_credential_route(&path) => {
-                (format!("auth-ip:{ip}"), app.config.auth_rate_limit)
+        // The session check the route's guard will use. A request whose token is signed out,
+        // expired or forged is not the user's: it counts as anonymous, so an old token cannot
+        // spend its user's budget.
+        let credentials = is_credential_route(&path);
+        let signed_in = match Bearer::of(req) {
+            Bearer::Valid(_) if !credentials => session_check(req).await.as_ref().ok(),
+            _ => None,
+        };
+        let (key, limit) = match signed_in {
+            _ if credentials => (format!("auth-ip:{ip}"), app.config.auth_rate_limit),
+            Some(principal) => {
+                app.usage.api_call(&principal.user_id);
+                (
+                    format!("user:{}", principal.user_id),
+                    user_limit(&principal.user, app.config.api_rate_multiplier),
+                )
             }
-            Bearer::Valid(claims) => (
-                format!("user:{}", claims.sub),
-                app.user_limits.per_minute(app, &claims.sub).await,
-            ),
-            _ if is_auth_route(&path) => (format!("auth-ip:{ip}"), app.config.auth_rate_limit),
-            _ => (format!("ip:{ip}"), app.config.anon_rate_limit),
+            None if is_auth_route(&path) => (format!("auth-ip:{ip}"), app.config.auth_rate_limit),
+            None => (format!("ip:{ip}"), app.config.anon_rate_limit),
         };
         let decision = app.limiter.hit(&key, limit, MINUTE).await;
         req.local_cache(|| RequestDecision(Some(decision)));

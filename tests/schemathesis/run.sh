@@ -57,7 +57,8 @@ user_token="$(token_of user@example.com "$password")"
 admin_token="$(token_of admin@example.com "$password")"
 # The user trades on paper, so the account, trading and ledger routes have something to show.
 curl -fsS -X POST "$base/api/v1/config/brokers" -H "Authorization: Bearer $user_token" \
-  -H 'Content-Type: application/json' -d '{"broker": "paper"}' >/dev/null || true
+  -H 'Content-Type: application/json' \
+  -d '{"broker": "paper", "api_key": "paper-key-1234", "api_secret": "paper-secret"}' >/dev/null
 
 checks="not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance"
 # Signing out and changing the password revoke the token the run uses; they run last, alone.

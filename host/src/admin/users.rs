@@ -301,8 +301,7 @@ pub async fn update(
     )
     .await?;
     tx.commit().await?;
-    app.sessions.forget_user(user_id);
-    app.user_limits.forget(user_id);
+    app.user_changed(user_id);
     let bot_stopped = if locking {
         crate::engine::stop_for_account(app, user_id, "The account was suspended or disabled")
             .await?

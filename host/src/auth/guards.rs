@@ -1,6 +1,5 @@
 //! Request guards: the bearer token, the signed-in user, the admin, and the client's address.
 
-use rocket::http::Status;
 use rocket::request::{FromRequest, Outcome, Request};
 
 use super::jwt::{Claims, TokenError};
@@ -68,6 +67,28 @@ pub async fn authenticate(app: &App, authorization: &str) -> Result<Principal, A
         .await
 }
 
+/// The session check of the request's bearer, made once per request: the rate limiter (which
+/// needs the user's tier) and the route's guard share it.
+pub async fn session_check<'r>(req: &'r Request<'_>) -> &'r Result<Principal, ApiError> {
+    struct SessionCheck(Result<Principal, ApiError>);
+    let check = req.local_cache_async(async {
+        let claims = match Bearer::of(req) {
+            Bearer::Valid(claims) => claims,
+            Bearer::Missing => return SessionCheck(Err(missing_token())),
+            Bearer::Invalid(err) => return SessionCheck(Err(token_error(*err))),
+        };
+        let Some(app) = req.rocket().state::<App>() else {
+            return SessionCheck(Err(ApiError::internal("application state missing")));
+        };
+        SessionCheck(
+            app.sessions
+                .principal(&app.db, &claims.sid, &claims.sub)
+                .await,
+        )
+    });
+    &check.await.0
+}
+
 /// A signed-in user with a live session.
 #[derive(Debug, Clone)]
 pub struct AuthUser(pub Principal);
@@ -77,24 +98,9 @@ impl<'r> FromRequest<'r> for AuthUser {
     type Error = ApiError;
 
     async fn from_request(req: &'r Request<'_>) -> Outcome<Self, ApiError> {
-        let claims = match Bearer::of(req) {
-            Bearer::Valid(claims) => claims,
-            Bearer::Missing => return fail_with(req, missing_token()),
-            Bearer::Invalid(err) => return fail_with(req, token_error(*err)),
-        };
-        let Some(app) = req.rocket().state::<App>() else {
-            return Outcome::Error((
-                Status::InternalServerError,
-                ApiError::internal("application state missing"),
-            ));
-        };
-        match app
-            .sessions
-            .principal(&app.db, &claims.sid, &claims.sub)
-            .await
-        {
-            Ok(principal) => Outcome::Success(AuthUser(principal)),
-            Err(err) => fail_with(req, err),
+        match session_check(req).await {
+            Ok(principal) => Outcome::Success(AuthUser(principal.clone())),
+            Err(err) => fail_with(req, err.clone()),
         }
     }
 }

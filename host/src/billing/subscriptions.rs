@@ -453,7 +453,7 @@ pub async fn upgrade(
 
 /// The new limits apply at once: rate limits, settings defaults and the engine's checks.
 async fn entitlement_changed(app: &App, user_id: &str) -> ApiResult<()> {
-    app.user_limits.forget(user_id);
+    app.user_changed(user_id);
     crate::engine::entitlement_changed(app, user_id).await
 }
 

@@ -194,8 +194,7 @@ pub async fn receive(app: &App, signature: Option<&str>, body: &[u8]) -> ApiResu
     .await?;
     tx.commit().await?;
     if let Some(user_id) = &user_id {
-        app.sessions.forget_user(user_id);
-        app.user_limits.forget(user_id);
+        app.user_changed(user_id);
         if lock_out {
             crate::engine::stop_for_account(
                 app,

@@ -7,12 +7,14 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::TradeTotals;
+use super::round2;
 use crate::App;
 use crate::auth::service::{self, RegisterRequest};
 use crate::auth::{ClientMeta, Principal};
 use crate::billing::plans::Entitlement;
 use crate::brokers::{self, KNOWN_BROKERS, NewConnection};
+use crate::engine::accounting::float;
+use crate::engine::totals::AccountTotals;
 use crate::engine::{self, BotStatus, StartRequest, StopRequest};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::{self, iso8601, now_ms, trading, users};
@@ -128,15 +130,13 @@ pub struct Profile {
 }
 
 struct Account {
-    row: users::UserRow,
+    row: std::sync::Arc<users::UserRow>,
     entitlement: Entitlement,
     settings: crate::settings::Settings,
 }
 
 async fn account(app: &App, user: &Principal) -> ApiResult<Account> {
-    let row = users::by_id(&app.db.pool, &user.user_id)
-        .await?
-        .ok_or_else(|| ApiError::code(ErrorCode::TokenInvalid))?;
+    let row = user.user.clone();
     let entitlement = Entitlement::of(&row, now_ms());
     let settings = crate::settings::load(app, &user.user_id, &entitlement).await?;
     Ok(Account {
@@ -290,8 +290,8 @@ pub async fn status(app: &App, user: &Principal) -> ApiResult<Status> {
         engine_status,
         last_activity: bot.last_scan_at.map(iso8601),
         stats: StatusStats {
-            total_trades: totals.total,
-            total_pnl: totals.net,
+            total_trades: totals.trades,
+            total_pnl: round2(float(totals.net_pnl)),
             active_positions: view.active_positions,
         },
     })
@@ -340,9 +340,8 @@ pub struct Pnl {
 
 /// Win and loss totals of the user's closed trades, reading only the figures (the original client
 /// polls status and pnl every 30 seconds).
-async fn closed_totals(app: &App, user: &Principal) -> ApiResult<TradeTotals> {
-    let trades = crate::performance::closed_trades(app, &user.user_id, 0).await?;
-    Ok(TradeTotals::of(trades.iter().map(|t| t.net_pnl)))
+async fn closed_totals(app: &App, user: &Principal) -> ApiResult<AccountTotals> {
+    Ok(store::totals::get(&app.db.pool, &user.user_id).await?)
 }
 
 pub async fn pnl(app: &App, user: &Principal) -> ApiResult<Pnl> {
@@ -350,11 +349,11 @@ pub async fn pnl(app: &App, user: &Principal) -> ApiResult<Pnl> {
     let open = engine::reports::positions(app, user, None, None).await?;
     Ok(Pnl {
         user_id: user.user_id.clone(),
-        total_trades: totals.total,
+        total_trades: totals.trades,
         win_rate: totals.win_rate_pct(),
-        total_pnl: totals.net,
-        total_profit: totals.profit,
-        total_loss: totals.loss,
+        total_pnl: round2(float(totals.net_pnl)),
+        total_profit: round2(float(totals.profit)),
+        total_loss: round2(-float(totals.loss)),
         active_positions: open.positions.len(),
     })
 }

@@ -30,6 +30,7 @@ pub mod scan;
 mod scheduler;
 pub mod signals;
 pub mod supervisor;
+pub mod totals;
 mod trader;
 
 use std::sync::Arc;

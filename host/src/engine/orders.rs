@@ -811,7 +811,7 @@ pub async fn record(
                 &closes,
             )
         {
-            trading::insert_trade(&mut *tx, &trader.user_id, &done)
+            trading::insert_trade(&mut tx, &trader.user_id, &done)
                 .await
                 .map_err(db_err)?;
             trade = Some(done);

@@ -795,7 +795,7 @@ async fn write_off(
     )
     .await
     .map_err(db_err)?;
-    trading::insert_trade(&mut *tx, &trader.user_id, &trade)
+    trading::insert_trade(&mut tx, &trader.user_id, &trade)
         .await
         .map_err(db_err)?;
     crate::notices::record(

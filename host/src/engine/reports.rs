@@ -502,9 +502,7 @@ pub struct RiskStats {
 }
 
 pub async fn stats(app: &App, user: &Principal) -> ApiResult<Stats> {
-    let user_row = crate::store::users::by_id(&app.db.pool, &user.user_id)
-        .await?
-        .ok_or_else(|| ApiError::code(ErrorCode::TokenInvalid))?;
+    let user_row = &user.user;
     let (trades, equity, initial) = series(app, &user.user_id, 0).await?;
     let closed: Vec<ClosedTrade> = trades.iter().map(closed_trade).collect();
     let volume: Decimal = trades
@@ -525,7 +523,7 @@ pub async fn stats(app: &App, user: &Principal) -> ApiResult<Stats> {
     Ok(Stats {
         account: AccountStats {
             user_id: user.user_id.clone(),
-            subscription_tier: user_row.subscription_tier,
+            subscription_tier: user_row.subscription_tier.clone(),
             account_age_days: (now - user_row.created_at).max(0) / super::trader::DAY_MS,
             total_deposits: initial,
             total_withdrawals: 0.0,

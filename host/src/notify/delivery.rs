@@ -43,20 +43,11 @@ pub async fn run(app: App) {
         },
         CONCURRENCY,
     ));
-    let mut last_prune = 0;
     loop {
         match send_due(&app, &agent).await {
             Ok(count) if count == CONCURRENCY => continue,
             Ok(_) => {}
             Err(err) => tracing::warn!("sending webhook deliveries failed: {err:#}"),
-        }
-        let now = now_ms();
-        if now - last_prune > 3_600_000 {
-            last_prune = now;
-            // Finished deliveries and dispatched events are kept 30 days for the user to see.
-            if let Err(err) = notifications::prune(&app.db, now - 30 * 86_400_000).await {
-                tracing::warn!("pruning old notifications failed: {err:#}");
-            }
         }
         tokio::select! {
             _ = app.notifier.send.notified() => {}

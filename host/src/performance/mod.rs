@@ -23,9 +23,6 @@ use crate::store::{iso8601, new_id, now_ms, trading};
 
 const DAY_MS: i64 = 86_400_000;
 
-/// Tracker snapshots keep full resolution this long; older ones are thinned to one an hour.
-const KEEP_FULL_MS: i64 = 2 * DAY_MS;
-
 /// Whether the tracker task is running (for `/api/performance/status`).
 #[derive(Debug, Default)]
 pub struct Tracker {
@@ -329,8 +326,8 @@ pub async fn report_all(app: &App, since: i64) -> ApiResult<usize> {
     Ok(written)
 }
 
-/// The tracker task: snapshots every update interval; reports (and thinning of old snapshots)
-/// every report interval.
+/// The tracker task: snapshots every update interval, reports every report interval (old
+/// snapshots are thinned by `retention`).
 pub async fn run(app: App) {
     app.tracker.running.store(true, Ordering::Relaxed);
     let mut updates = tokio::time::interval(app.config.perf_update_interval);
@@ -352,9 +349,6 @@ pub async fn run(app: App) {
                 last_report = now_ms();
                 if let Err(err) = report_all(&app, since).await {
                     tracing::warn!(error = %err, "performance reports failed");
-                }
-                if let Err(err) = rows::thin_tracker_snapshots(&app.db.pool, last_report - KEEP_FULL_MS).await {
-                    tracing::warn!(error = %err, "thinning KPI snapshots failed");
                 }
             }
         }

@@ -183,18 +183,3 @@ pub async fn trade_figures(
         .fetch_all(&db.pool)
         .await
 }
-
-/// Net profit and fees of each of the owner's trades: all the ledger statistics read.
-pub async fn trade_results(db: &Db, user_id: Option<&str>) -> sqlx::Result<Vec<(String, String)>> {
-    let scope = Scope {
-        user_id: user_id.map(str::to_string),
-        symbol: None,
-    };
-    let mut args = AnyArguments::default();
-    let mut next = 1;
-    let conditions = scope.conditions(&mut args, &mut next);
-    let sql = format!("SELECT net_pnl, fees FROM trades WHERE 1 = 1{conditions}");
-    sqlx::query_as_with::<Any, (String, String), _>(sqlx::AssertSqlSafe(sql), args)
-        .fetch_all(&db.pool)
-        .await
-}

@@ -23,9 +23,11 @@ pub mod plugin_store;
 pub mod plugins;
 pub mod reconciliation;
 pub mod reset_tokens;
+pub mod retention;
 pub mod sessions;
 pub mod settings;
 pub mod signals;
+pub mod totals;
 pub mod trading;
 pub mod users;
 pub mod webhook_keys;
@@ -118,6 +120,9 @@ impl Db {
             .run(&self.pool)
             .await
             .context("applying database migrations failed")?;
+        totals::backfill(self)
+            .await
+            .context("computing the running totals of existing trades failed")?;
         Ok(())
     }
 
@@ -276,5 +281,77 @@ mod migration_tests {
         let positions = trading::open_positions(pool, "u1").await.unwrap();
         assert_eq!(positions[0].cost, "30000".parse().unwrap());
         assert_eq!(positions[0].closing, None);
+    }
+
+    /// A database with trades booked before running totals existed gets each account's totals
+    /// computed once when it is migrated, equal to the sum of its trades; trades booked after
+    /// that are added in their own transaction.
+    #[tokio::test]
+    async fn the_totals_migration_sums_the_existing_trades() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = crate::config::sqlite_url(&dir.path().join("old.db"));
+        let db = Db::connect(&url).await.unwrap();
+        SQLITE_MIGRATIONS.run_to(13, &db.pool).await.unwrap();
+        for id in ["u1", "u2"] {
+            users::insert(
+                &db.pool,
+                &users::NewUser {
+                    id,
+                    email: &format!("{id}@example.com"),
+                    full_name: "U",
+                    password_hash: "x",
+                    role: "user",
+                    trial_ends_at: None,
+                    created_at: 0,
+                },
+            )
+            .await
+            .unwrap();
+        }
+        // u1: +0.1, +0.2, -0.3, 0 (a flat trade ends the streak), then +1.005; u2 none.
+        for (i, net) in ["0.1", "0.2", "-0.3", "0", "1.005"].iter().enumerate() {
+            sqlx::query(sql!(
+                "INSERT INTO trades (id, user_id, position_id, broker, symbol, side, quantity, entry_price, \
+                 exit_price, size_usd, gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, \
+                 duration_minutes, entry_fee, strategy) VALUES ('t{i}', 'u1', 'p{i}', 'paper', 'BTC-USD', 'long', \
+                 '0.5', '100', '110', '50', '{net}', '0.1', '{net}', '0', 'signal', 0, {closed}, 0, '0.05', 's')",
+                closed = i + 1
+            ))
+            .execute(&db.pool)
+            .await
+            .unwrap();
+        }
+        db.migrate().await.unwrap();
+
+        let expected = trading::trades_since(&db.pool, "u1", 0)
+            .await
+            .unwrap()
+            .iter()
+            .fold(
+                crate::engine::totals::AccountTotals::default(),
+                |mut t, trade| {
+                    t.add(trade);
+                    t
+                },
+            );
+        let u1 = totals::get(&db.pool, "u1").await.unwrap();
+        assert_eq!(u1, expected);
+        assert_eq!((u1.trades, u1.winners, u1.losers, u1.streak), (5, 3, 1, 1));
+        assert_eq!(u1.net_pnl, "1.005".parse().unwrap());
+        assert_eq!(totals::get(&db.pool, "u2").await.unwrap().trades, 0);
+        // Migrating again changes nothing; a trade booked now is added to the row.
+        db.migrate().await.unwrap();
+        assert_eq!(totals::get(&db.pool, "u1").await.unwrap(), expected);
+        let mut trade = trading::trades_since(&db.pool, "u1", 0).await.unwrap()[0].clone();
+        trade.id = "t-new".into();
+        trade.closed_at_ms = 10;
+        trade.net_pnl = "-2".parse().unwrap();
+        let mut tx = db.begin().await.unwrap();
+        trading::insert_trade(&mut tx, "u1", &trade).await.unwrap();
+        tx.commit().await.unwrap();
+        let after = totals::get(&db.pool, "u1").await.unwrap();
+        assert_eq!((after.trades, after.losers, after.streak), (6, 2, -1));
+        assert_eq!(after.net_pnl, "-0.995".parse().unwrap());
+        assert_eq!(after.worst_trade, Some("-2".parse().unwrap()));
     }
 }

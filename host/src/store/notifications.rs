@@ -63,21 +63,6 @@ pub async fn mark_dispatched<'e>(
     Ok(result.rows_affected() > 0)
 }
 
-/// Forgets dispatched events and finished deliveries older than `before`.
-pub async fn prune(db: &Db, before: i64) -> sqlx::Result<()> {
-    sqlx::query(
-        "DELETE FROM notification_events WHERE dispatched_at IS NOT NULL AND dispatched_at < $1",
-    )
-    .bind(before)
-    .execute(&db.pool)
-    .await?;
-    sqlx::query("DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_at < $1")
-        .bind(before)
-        .execute(&db.pool)
-        .await?;
-    Ok(())
-}
-
 /// The mail address and stored settings of a user, or of every active user (`user_id` None).
 #[derive(Debug, Clone, FromRow)]
 pub struct Recipient {

@@ -2,6 +2,7 @@
 
 use sqlx::{Any, Executor, FromRow};
 
+use super::users::{UserRow, user_columns};
 use super::{Db, now_ms};
 
 pub struct NewSession<'a> {
@@ -53,18 +54,18 @@ pub async fn insert_refresh_token<'e>(
 /// What the request guard needs to know about a session: is it live, and who is behind it.
 #[derive(Debug, Clone, FromRow)]
 pub struct SessionStatus {
-    pub user_id: String,
     pub revoked_at: Option<i64>,
     pub expires_at: i64,
-    pub role: String,
-    pub user_status: String,
+    #[sqlx(flatten)]
+    pub user: UserRow,
 }
 
 pub async fn status(db: &Db, session_id: &str) -> sqlx::Result<Option<SessionStatus>> {
-    sqlx::query_as(
-        "SELECT s.user_id, s.revoked_at, s.expires_at, u.role, u.status AS user_status \
-         FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = $1",
-    )
+    sqlx::query_as(concat!(
+        "SELECT s.revoked_at, s.expires_at, ",
+        user_columns!("u."),
+        " FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = $1"
+    ))
     .bind(session_id)
     .fetch_optional(&db.pool)
     .await

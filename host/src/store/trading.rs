@@ -397,8 +397,10 @@ pub async fn update_closing<'e>(
 
 // ----- trades and ledger -----
 
-pub async fn insert_trade<'e>(
-    exec: impl Executor<'e, Database = Any>,
+/// Books a completed trade and adds it to its account's running totals, in the caller's
+/// transaction.
+pub async fn insert_trade(
+    conn: &mut sqlx::AnyConnection,
     user_id: &str,
     t: &CompletedTrade,
 ) -> sqlx::Result<()> {
@@ -427,9 +429,9 @@ pub async fn insert_trade<'e>(
     .bind(t.duration_minutes)
     .bind(t.entry_fee.to_string())
     .bind(&t.strategy)
-    .execute(exec)
+    .execute(&mut *conn)
     .await?;
-    Ok(())
+    super::totals::add_trade(conn, user_id, t).await
 }
 
 #[derive(FromRow)]

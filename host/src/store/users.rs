@@ -4,7 +4,7 @@ use sqlx::{Any, Executor, FromRow};
 
 use super::{Db, now_ms};
 
-#[derive(Debug, Clone, FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
 pub struct UserRow {
     pub id: String,
     pub email: String,
@@ -18,13 +18,38 @@ pub struct UserRow {
     pub last_active_at: Option<i64>,
 }
 
+/// The columns of [`UserRow`], each behind `$prefix` (a table alias such as `"u."`, or `""`).
+macro_rules! user_columns {
+    ($prefix:literal) => {
+        concat!(
+            $prefix,
+            "id, ",
+            $prefix,
+            "email, ",
+            $prefix,
+            "full_name, ",
+            $prefix,
+            "password_hash, ",
+            $prefix,
+            "role, ",
+            $prefix,
+            "status, ",
+            $prefix,
+            "subscription_tier, ",
+            $prefix,
+            "trial_ends_at, ",
+            $prefix,
+            "created_at, ",
+            $prefix,
+            "last_active_at"
+        )
+    };
+}
+pub(crate) use user_columns;
+
 macro_rules! select_user {
     ($where:literal) => {
-        concat!(
-            "SELECT id, email, full_name, password_hash, role, status, subscription_tier, ",
-            "trial_ends_at, created_at, last_active_at FROM users WHERE ",
-            $where
-        )
+        concat!("SELECT ", user_columns!(""), " FROM users WHERE ", $where)
     };
 }
 

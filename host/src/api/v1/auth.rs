@@ -247,8 +247,8 @@ async fn change_password(
     ),
 )]
 #[get("/auth/me")]
-async fn me(app: &State<App>, user: AuthUser) -> ApiResult<Success<UserView>> {
-    service::current_user(app, &user.0).await.map(ok)
+fn me(user: AuthUser) -> Success<UserView> {
+    ok(service::current_user(&user.0))
 }
 
 #[cfg(test)]

@@ -1,0 +1,203 @@
+//! Running totals of an account's completed trades: counts, exact sums, the best and worst
+//! trade and the current streak. They are kept in the transaction that books each trade
+//! (`store::totals`), so the figures built on them read one row instead of summing the history,
+//! and they are computed here only, so every route that shows them agrees.
+
+use rust_decimal::Decimal;
+
+use super::accounting::CompletedTrade;
+
+/// A winner has net profit above zero, a loser below; a flat trade is neither and ends a streak.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccountTotals {
+    pub trades: u64,
+    pub winners: u64,
+    pub losers: u64,
+    /// Sum of net profits (after fees).
+    pub net_pnl: Decimal,
+    /// Sum of the winners' net profits.
+    pub profit: Decimal,
+    /// Sum of the losers' net profits (zero or negative).
+    pub loss: Decimal,
+    pub fees: Decimal,
+    /// Notional traded: each trade's entry size plus its exit value.
+    pub volume: Decimal,
+    pub best_trade: Option<Decimal>,
+    pub worst_trade: Option<Decimal>,
+    /// Trades in a row at the end with the same result: positive for winners, negative for
+    /// losers, zero after a flat trade or before any trade.
+    pub streak: i64,
+    /// When the first trade of the current streak closed.
+    pub streak_started_at: Option<i64>,
+    pub last_closed_at: Option<i64>,
+}
+
+impl AccountTotals {
+    /// Counts one more completed trade (trades are added in the order they close).
+    pub fn add(&mut self, trade: &CompletedTrade) {
+        let net = trade.net_pnl;
+        self.trades += 1;
+        self.net_pnl += net;
+        self.fees += trade.fees;
+        self.volume += trade.size_usd + trade.exit_price * trade.quantity;
+        self.best_trade = Some(self.best_trade.map_or(net, |best| best.max(net)));
+        self.worst_trade = Some(self.worst_trade.map_or(net, |worst| worst.min(net)));
+        let sign = i64::from(net > Decimal::ZERO) - i64::from(net < Decimal::ZERO);
+        match sign {
+            1 => {
+                self.winners += 1;
+                self.profit += net;
+            }
+            -1 => {
+                self.losers += 1;
+                self.loss += net;
+            }
+            _ => {}
+        }
+        if sign == 0 {
+            self.streak = 0;
+            self.streak_started_at = None;
+        } else if self.streak.signum() == sign {
+            self.streak += sign;
+        } else {
+            self.streak = sign;
+            self.streak_started_at = Some(trade.closed_at_ms);
+        }
+        self.last_closed_at = Some(trade.closed_at_ms);
+    }
+
+    /// The totals of several accounts together (an operator's view of the platform). Streaks
+    /// belong to one account and are left out.
+    pub fn combine<'a>(accounts: impl IntoIterator<Item = &'a AccountTotals>) -> Self {
+        let mut all = Self::default();
+        for t in accounts {
+            all.trades += t.trades;
+            all.winners += t.winners;
+            all.losers += t.losers;
+            all.net_pnl += t.net_pnl;
+            all.profit += t.profit;
+            all.loss += t.loss;
+            all.fees += t.fees;
+            all.volume += t.volume;
+            all.best_trade = max_of(all.best_trade, t.best_trade, Decimal::max);
+            all.worst_trade = max_of(all.worst_trade, t.worst_trade, Decimal::min);
+            all.last_closed_at = all.last_closed_at.max(t.last_closed_at);
+        }
+        all
+    }
+
+    /// Winners in percent of completed trades, to hundredths (0 without trades).
+    pub fn win_rate_pct(&self) -> f64 {
+        if self.trades == 0 {
+            0.0
+        } else {
+            (self.winners as f64 * 10_000.0 / self.trades as f64).round() / 100.0
+        }
+    }
+
+    /// Mean net profit per trade, to 8 decimal places (none without trades).
+    pub fn avg_pnl(&self) -> Option<Decimal> {
+        (self.trades > 0).then(|| (self.net_pnl / Decimal::from(self.trades)).round_dp(8))
+    }
+}
+
+fn max_of(
+    a: Option<Decimal>,
+    b: Option<Decimal>,
+    pick: fn(Decimal, Decimal) -> Decimal,
+) -> Option<Decimal> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(pick(a, b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::accounting::Side;
+
+    fn trade(net: &str, closed_at: i64) -> CompletedTrade {
+        CompletedTrade {
+            id: format!("t{closed_at}"),
+            position_id: "p".into(),
+            broker: "paper".into(),
+            strategy: "s".into(),
+            symbol: "BTC-USD".into(),
+            side: Side::Long,
+            quantity: "0.5".parse().unwrap(),
+            entry_price: "100".parse().unwrap(),
+            exit_price: "110".parse().unwrap(),
+            size_usd: "50".parse().unwrap(),
+            gross_pnl: net.parse().unwrap(),
+            fees: "0.1".parse().unwrap(),
+            entry_fee: "0.05".parse().unwrap(),
+            net_pnl: net.parse().unwrap(),
+            pnl_pct: Decimal::ZERO,
+            exit_reason: "signal".into(),
+            opened_at_ms: 0,
+            closed_at_ms: closed_at,
+            duration_minutes: 0,
+        }
+    }
+
+    fn totals(nets: &[&str]) -> AccountTotals {
+        let mut totals = AccountTotals::default();
+        for (i, net) in nets.iter().enumerate() {
+            totals.add(&trade(net, i as i64 + 1));
+        }
+        totals
+    }
+
+    #[test]
+    fn sums_are_exact_and_results_are_counted_by_sign() {
+        let t = totals(&["0.1", "0.2", "-0.3", "0", "1.005"]);
+        assert_eq!(t.trades, 5);
+        assert_eq!((t.winners, t.losers), (3, 1));
+        assert_eq!(t.net_pnl, "1.005".parse::<Decimal>().unwrap());
+        assert_eq!(t.profit, "1.305".parse::<Decimal>().unwrap());
+        assert_eq!(t.loss, "-0.3".parse::<Decimal>().unwrap());
+        assert_eq!(t.fees, "0.5".parse::<Decimal>().unwrap());
+        // 50 entry + 0.5 × 110 exit, five times.
+        assert_eq!(t.volume, Decimal::from(525));
+        assert_eq!(t.best_trade, Some("1.005".parse().unwrap()));
+        assert_eq!(t.worst_trade, Some("-0.3".parse().unwrap()));
+        assert_eq!(t.win_rate_pct(), 60.0);
+        assert_eq!(t.avg_pnl(), Some("0.201".parse().unwrap()));
+    }
+
+    #[test]
+    fn the_streak_is_the_run_at_the_end_and_a_flat_trade_ends_it() {
+        let cases: [(&[&str], i64, Option<i64>); 6] = [
+            (&[], 0, None),
+            (&["1", "-1", "-2", "-3"], -3, Some(2)),
+            (&["-1", "2", "3"], 2, Some(2)),
+            (&["-1", "0"], 0, None),
+            (&["1", "0", "1"], 1, Some(3)),
+            (&["1", "1", "1", "1"], 4, Some(1)),
+        ];
+        for (nets, streak, started) in cases {
+            let t = totals(nets);
+            assert_eq!(
+                (t.streak, t.streak_started_at),
+                (streak, started),
+                "{nets:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_trades_means_no_rates_and_combined_accounts_add_up() {
+        let none = AccountTotals::default();
+        assert_eq!(none.win_rate_pct(), 0.0);
+        assert_eq!(none.avg_pnl(), None);
+        let a = totals(&["2", "-1"]);
+        let b = totals(&["5"]);
+        let all = AccountTotals::combine([&a, &b, &none]);
+        assert_eq!((all.trades, all.winners, all.losers), (3, 2, 1));
+        assert_eq!(all.net_pnl, Decimal::from(6));
+        assert_eq!(all.best_trade, Some(Decimal::from(5)));
+        assert_eq!(all.worst_trade, Some(Decimal::from(-1)));
+        assert_eq!(all.streak, 0);
+    }
+}

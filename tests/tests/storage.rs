@@ -1,0 +1,225 @@
+//! Storage that follows users, not history: retention thins and removes on its schedule, by a
+//! rule that keeps the same rows whenever it runs, and never touches what is still in use.
+
+use std::time::{Duration, Instant};
+
+use tradehost_blackbox::{Server, email};
+
+const HOUR: i64 = 3_600_000;
+const DAY: i64 = 24 * HOUR;
+const MINUTE: i64 = 60_000;
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+#[tokio::test]
+async fn retention_thins_histories_and_removes_what_ended() {
+    let server = Server::options()
+        .env("TRADEHOST_RETENTION_INTERVAL", "1")
+        .start()
+        .await;
+    let (user_id, token) = server.user(&email("retention")).await;
+    let today = now_ms() - now_ms().rem_euclid(DAY);
+    let five_days_ago = today - 5 * DAY;
+    let long_ago = today - 100 * DAY;
+
+    // Tracker snapshots: three in each of two hours five days ago (the last of each hour stays),
+    // two at the same instant (the greater id stays), two hours of one day a hundred days ago
+    // (the last of the day stays), three within the last hour and three manual ones five days
+    // ago (all stay).
+    let mut tracker = vec![
+        ("t-a1", five_days_ago + 10 * HOUR, "tracker"),
+        ("t-a2", five_days_ago + 10 * HOUR + 20 * MINUTE, "tracker"),
+        ("t-a3", five_days_ago + 10 * HOUR + 40 * MINUTE, "tracker"),
+        ("t-b1", five_days_ago + 11 * HOUR, "tracker"),
+        ("t-b2", five_days_ago + 11 * HOUR + 59 * MINUTE, "tracker"),
+        ("t-b3", five_days_ago + 11 * HOUR + 30 * MINUTE, "tracker"),
+        ("t-c1", five_days_ago + 12 * HOUR + 5 * MINUTE, "tracker"),
+        ("t-c2", five_days_ago + 12 * HOUR + 5 * MINUTE, "tracker"),
+        ("t-d1", long_ago + 3 * HOUR, "tracker"),
+        ("t-d2", long_ago + 7 * HOUR + 30 * MINUTE, "tracker"),
+        ("m-1", five_days_ago + 10 * HOUR, "manual"),
+        ("m-2", five_days_ago + 10 * HOUR + MINUTE, "manual"),
+        ("m-3", five_days_ago + 10 * HOUR + 2 * MINUTE, "manual"),
+    ];
+    let recent = now_ms() - 30 * MINUTE;
+    for (i, id) in ["r-1", "r-2", "r-3"].into_iter().enumerate() {
+        tracker.push((id, recent + i as i64 * MINUTE, "tracker"));
+    }
+    for (id, at, source) in &tracker {
+        server
+            .exec(&format!(
+                "INSERT INTO performance_snapshots (id, user_id, taken_at, source, cash, positions_value, \
+                 unrealized_pnl, realized_pnl_today, total_trades, winning_trades, losing_trades) \
+                 VALUES ('{id}', '{user_id}', {at}, '{source}', 10000, 0, 0, 0, 0, 0, 0)"
+            ))
+            .await;
+    }
+    // The equity curve: two points an hour five days ago, two in the last hour.
+    for at in [
+        five_days_ago + 10 * HOUR,
+        five_days_ago + 10 * HOUR + 30 * MINUTE,
+        recent,
+        recent + MINUTE,
+    ] {
+        server
+            .exec(&format!(
+                "INSERT INTO equity_snapshots (user_id, at, equity, cash, unrealized_pnl) \
+                 VALUES ('{user_id}', {at}, '10000', '10000', '0')"
+            ))
+            .await;
+    }
+    // Credentials: a session revoked forty days ago with its token, and an expired refresh
+    // token on the user's live session.
+    let live_session = server
+        .scalar(&format!(
+            "SELECT id FROM sessions WHERE user_id = '{user_id}'"
+        ))
+        .await
+        .unwrap();
+    let old = now_ms() - 40 * DAY;
+    server
+        .exec(&format!(
+            "INSERT INTO sessions (id, user_id, created_at, expires_at, last_used_at, revoked_at) \
+             VALUES ('s-ended', '{user_id}', {old}, {}, {old}, {old})",
+            now_ms() + DAY
+        ))
+        .await;
+    for (hash, session) in [("h-ended", "s-ended"), ("h-expired", live_session.as_str())] {
+        server
+            .exec(&format!(
+                "INSERT INTO refresh_tokens (token_hash, session_id, created_at, expires_at) \
+                 VALUES ('{hash}', '{session}', {old}, {})",
+                old + DAY
+            ))
+            .await;
+    }
+    // Audit rows 400 and 10 days old; mail delivered 40 and 5 days ago, and mail held 40 days.
+    for (id, age) in [("audit-old", 400), ("audit-kept", 10)] {
+        server
+            .exec(&format!(
+                "INSERT INTO audit_log (id, event_type, user_id, metadata, created_at) \
+                 VALUES ('{id}', 'test.event', '{user_id}', '{{}}', {})",
+                now_ms() - age * DAY
+            ))
+            .await;
+    }
+    for (id, status, age) in [
+        ("mail-old", "sent", 40),
+        ("mail-kept", "sent", 5),
+        ("mail-held", "held", 40),
+    ] {
+        let at = now_ms() - age * DAY;
+        server
+            .exec(&format!(
+                "INSERT INTO mail_outbox (id, to_address, subject, body, kind, status, attempts, created_at, sent_at) \
+                 VALUES ('{id}', 'x@example.com', 's', 'b', 'test', '{status}', 1, {at}, {at})"
+            ))
+            .await;
+    }
+
+    let ids = |sql: String| {
+        let server = &server;
+        async move {
+            let rows: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .fetch_all(server.db().await)
+                .await
+                .unwrap();
+            let mut ids: Vec<String> = rows.into_iter().map(|r| r.0).collect();
+            ids.sort();
+            ids
+        }
+    };
+    let expected_tracker = [
+        "m-1", "m-2", "m-3", "r-1", "r-2", "r-3", "t-a3", "t-b2", "t-c2", "t-d2",
+    ];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let kept = ids(format!(
+            "SELECT id FROM performance_snapshots WHERE user_id = '{user_id}'"
+        ))
+        .await;
+        if kept == expected_tracker {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "tracker snapshots after retention: {kept:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The run that thinned the snapshots did the rest in the same pass: wait for one more.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+
+    let equity: Vec<(i64,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT at FROM equity_snapshots WHERE user_id = '{user_id}' ORDER BY at"
+    )))
+    .fetch_all(server.db().await)
+    .await
+    .unwrap();
+    assert_eq!(
+        equity.into_iter().map(|r| r.0).collect::<Vec<_>>(),
+        [
+            five_days_ago + 10 * HOUR + 30 * MINUTE,
+            recent,
+            recent + MINUTE
+        ]
+    );
+    assert_eq!(
+        ids("SELECT token_hash FROM refresh_tokens WHERE token_hash LIKE 'h-%'".into()).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        server
+            .count("SELECT COUNT(*) FROM sessions WHERE id = 's-ended'")
+            .await,
+        0
+    );
+    assert_eq!(
+        ids("SELECT id FROM audit_log WHERE id LIKE 'audit-%'".into()).await,
+        ["audit-kept"]
+    );
+    assert_eq!(
+        ids("SELECT id FROM mail_outbox WHERE id LIKE 'mail-%'".into()).await,
+        ["mail-held", "mail-kept"]
+    );
+    // What is in use stays: the live session, its token, the user's recent audit rows.
+    server
+        .get("/api/v1/auth/me", Some(&token))
+        .await
+        .expect(200);
+    assert!(
+        server
+            .count(&format!(
+                "SELECT COUNT(*) FROM audit_log WHERE user_id = '{user_id}' AND event_type <> 'test.event'"
+            ))
+            .await
+            > 0
+    );
+    // Later runs keep the same rows.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        ids(format!(
+            "SELECT id FROM performance_snapshots WHERE user_id = '{user_id}'"
+        ))
+        .await,
+        expected_tracker
+    );
+}
+
+#[tokio::test]
+async fn a_retention_setting_out_of_range_stops_the_server() {
+    for (name, value) in [
+        ("TRADEHOST_RETENTION_INTERVAL", "0"),
+        ("TRADEHOST_SNAPSHOT_FULL_DAYS", "0"),
+        ("TRADEHOST_AUDIT_RETENTION_DAYS", "forever"),
+    ] {
+        let err = Server::start_with(Server::options().env(name, value))
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("{name}={value} was accepted"))
+            .to_string();
+        assert!(err.contains(name), "{err}");
+    }
+}
