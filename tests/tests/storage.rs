@@ -223,3 +223,107 @@ async fn a_retention_setting_out_of_range_stops_the_server() {
         assert!(err.contains(name), "{err}");
     }
 }
+
+/// The running totals are the sum of the trades table, exactly, however the trades were booked,
+/// and a restart carries on from them: the trader loads its totals, not the history.
+#[tokio::test]
+async fn running_totals_agree_with_the_trades_across_a_restart() {
+    let mut server = Server::start_trading().await;
+    tradehost_blackbox::companion::quiet_strategy(&server).await;
+    let (user_id, token) = server.user(&email("totals")).await;
+    let key = tradehost_blackbox::companion::webhook_key(&server, &token).await;
+    server.connect_paper(&token).await;
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            serde_json::json!({"broker": "paper", "symbols": ["BTC-USD"]}),
+        )
+        .await
+        .expect(200);
+    server.wait_running(&token).await;
+
+    round_trip(&server, &token, &key, "ETH-USD", 1).await;
+    round_trip(&server, &token, &key, "SOL-USD", 2).await;
+    check_totals(&server, &user_id, &token, 2).await;
+
+    server.restart().await;
+    server.wait_running(&token).await;
+    check_totals(&server, &user_id, &token, 2).await;
+    round_trip(&server, &token, &key, "ETH-USD", 3).await;
+    check_totals(&server, &user_id, &token, 3).await;
+}
+
+/// A webhook signal opens a position on `symbol` and another closes it.
+async fn round_trip(server: &Server, token: &str, key: &str, symbol: &str, expected: usize) {
+    let signal = |action: &str| serde_json::json!({"api_key": key, "symbol": symbol, "action": action, "size_usd": 150});
+    let opened = server
+        .post("/api/v1/webhooks/signals", None, signal("buy"))
+        .await;
+    let id = opened.data()["trade_id"].as_str().unwrap().to_string();
+    tradehost_blackbox::companion::wait_position(server, token, &id).await;
+    server
+        .post("/api/v1/webhooks/signals", None, signal("close"))
+        .await
+        .expect(200);
+    server
+        .wait_for(token, "/api/v1/account/history?status=closed", 20, |d| {
+            d["pagination"]["total_items"] == expected
+        })
+        .await;
+}
+
+/// The `account_totals` row against the user's trades, summed here, and the routes that show
+/// them.
+async fn check_totals(server: &Server, user_id: &str, token: &str, trades: u64) {
+    use rust_decimal::Decimal;
+    let rows: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT net_pnl, fees FROM trades WHERE user_id = '{user_id}' ORDER BY closed_at, id"
+    )))
+    .fetch_all(server.db().await)
+    .await
+    .unwrap();
+    let nets: Vec<Decimal> = rows.iter().map(|r| r.0.parse().unwrap()).collect();
+    let net: Decimal = nets.iter().sum();
+    let fees: Decimal = rows.iter().map(|r| r.1.parse::<Decimal>().unwrap()).sum();
+    let winners = nets.iter().filter(|n| **n > Decimal::ZERO).count() as i64;
+    let stored: (i64, i64, String, String, Option<String>, Option<String>) =
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT trades, winners, net_pnl, fees, best_trade, worst_trade FROM account_totals \
+             WHERE user_id = '{user_id}'"
+        )))
+        .fetch_one(server.db().await)
+        .await
+        .unwrap();
+    assert_eq!(stored.0, trades as i64);
+    assert_eq!(stored.1, winners);
+    assert_eq!(stored.2.parse::<Decimal>().unwrap(), net);
+    assert_eq!(stored.3.parse::<Decimal>().unwrap(), fees);
+    assert_eq!(
+        stored.4.map(|b| b.parse::<Decimal>().unwrap()),
+        nets.iter().max().copied()
+    );
+    assert_eq!(
+        stored.5.map(|w| w.parse::<Decimal>().unwrap()),
+        nets.iter().min().copied()
+    );
+
+    // The server's conversion of an exact decimal to a JSON number.
+    let as_f64 = |d: Decimal| rust_decimal::prelude::ToPrimitive::to_f64(&d).unwrap();
+    let statistics = server.get("/api/trades/statistics", Some(token)).await;
+    statistics.expect(200);
+    let s = &statistics.json["statistics"];
+    assert_eq!(s["total_trades"], trades);
+    assert_eq!(s["total_pnl"].as_f64().unwrap(), as_f64(net));
+    assert_eq!(s["total_fees"].as_f64().unwrap(), as_f64(fees));
+    let status = server.get("/api/status", Some(token)).await;
+    status.expect(200);
+    assert_eq!(status.json["stats"]["total_trades"], trades);
+    assert_eq!(
+        status.json["stats"]["total_pnl"].as_f64().unwrap(),
+        (as_f64(net) * 100.0).round() / 100.0
+    );
+    let pnl = server.get("/api/pnl", Some(token)).await;
+    pnl.expect(200);
+    assert_eq!(pnl.json["total_trades"], trades);
+}

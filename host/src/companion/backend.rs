@@ -17,7 +17,7 @@ use crate::engine::accounting::float;
 use crate::engine::totals::AccountTotals;
 use crate::engine::{self, BotStatus, StartRequest, StopRequest};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::store::{self, iso8601, now_ms, trading, users};
+use crate::store::{self, iso8601, now_ms, users};
 
 /// The answer of register and login: the platform's access token under the original's names.
 #[derive(utoipa::ToSchema, Debug, Serialize)]
@@ -265,7 +265,9 @@ pub struct StatusStats {
 /// The engine state in the original's words: `not_initialized` before the first start, and
 /// `running` while the bot is still starting.
 pub async fn status(app: &App, user: &Principal) -> ApiResult<Status> {
-    let Some(bot) = trading::bot(&app.db.pool, &user.user_id).await? else {
+    // From the trader in memory: a bot that was never started has no broker yet.
+    let view = engine::status(app, user).await?;
+    if view.broker.is_none() {
         return Ok(Status {
             user_id: user.user_id.clone(),
             trading_enabled: false,
@@ -277,8 +279,7 @@ pub async fn status(app: &App, user: &Principal) -> ApiResult<Status> {
                 active_positions: 0,
             },
         });
-    };
-    let view = engine::status(app, user).await?;
+    }
     let engine_status = match BotStatus::parse(&view.status) {
         BotStatus::Starting | BotStatus::Running => "running".to_string(),
         _ => view.status.clone(),
@@ -288,7 +289,7 @@ pub async fn status(app: &App, user: &Principal) -> ApiResult<Status> {
         user_id: user.user_id.clone(),
         trading_enabled: engine_status == "running",
         engine_status,
-        last_activity: bot.last_scan_at.map(iso8601),
+        last_activity: view.last_scan,
         stats: StatusStats {
             total_trades: totals.trades,
             total_pnl: round2(float(totals.net_pnl)),
@@ -341,7 +342,7 @@ pub struct Pnl {
 /// Win and loss totals of the user's closed trades, reading only the figures (the original client
 /// polls status and pnl every 30 seconds).
 async fn closed_totals(app: &App, user: &Principal) -> ApiResult<AccountTotals> {
-    Ok(store::totals::get(&app.db.pool, &user.user_id).await?)
+    engine::totals(app, user).await
 }
 
 pub async fn pnl(app: &App, user: &Principal) -> ApiResult<Pnl> {

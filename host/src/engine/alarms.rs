@@ -67,21 +67,17 @@ pub fn kpi(trader: &Trader, now: i64) -> KpiSnapshot {
         daily_return_pct: pct(float(trader.daily_pnl()), float(stats.day_start_equity)),
         current_drawdown_pct: stats.drawdown_pct(equity),
         max_drawdown_pct: stats.max_drawdown_pct,
-        win_rate_pct: if stats.total > 0 {
-            stats.wins as f64 / stats.total as f64 * 100.0
-        } else {
-            0.0
-        },
-        profit_factor: if stats.gross_losses > 0.0 {
-            metrics::finite(stats.gross_wins / stats.gross_losses)
+        win_rate_pct: stats.trades.win_rate_pct(),
+        profit_factor: if stats.trades.loss < Decimal::ZERO {
+            metrics::finite(float(stats.trades.profit) / -float(stats.trades.loss))
         } else {
             0.0
         },
         sharpe_ratio: metrics::sharpe(&metrics::daily_returns(&closes)),
-        total_trades: stats.total,
-        winning_trades: stats.wins,
-        losing_trades: stats.losses,
-        consecutive_losses: stats.consecutive_losses,
+        total_trades: stats.trades.trades as u32,
+        winning_trades: stats.trades.winners as u32,
+        losing_trades: stats.trades.losers as u32,
+        consecutive_losses: (-stats.trades.streak).max(0) as u32,
         active_positions: trader.positions.len() as u32,
         exposure_pct: pct(exposure, equity_f),
         largest_position_pct: pct(largest, equity_f),

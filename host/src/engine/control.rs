@@ -2,6 +2,7 @@
 //! emergency stop, a manual close, and what account changes (suspension, tier, settings) do to
 //! a loaded bot.
 
+use super::totals::AccountTotals;
 use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
@@ -485,6 +486,13 @@ pub async fn status(app: &App, user: &Principal) -> ApiResult<BotStatusView> {
         today_trades: trader.stats.opens_today,
         last_error: bot.last_error.clone(),
     })
+}
+
+/// The account's running totals, as the trader in memory keeps them (no query once loaded).
+pub async fn totals(app: &App, user: &Principal) -> ApiResult<AccountTotals> {
+    let cell = app.engine.cell(&user.user_id);
+    let guard = lock(app, &cell).await?;
+    Ok(guard.as_ref().expect("loaded").stats.trades.clone())
 }
 
 #[derive(utoipa::ToSchema, Debug, Serialize)]

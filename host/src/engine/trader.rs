@@ -10,6 +10,7 @@ use rust_decimal::Decimal;
 
 use super::BotStatus;
 use super::accounting::{self, Account, CompletedTrade, Position};
+use super::totals::AccountTotals;
 use crate::App;
 use crate::billing::plans::Entitlement;
 use crate::error::{ApiError, ApiResult};
@@ -24,12 +25,8 @@ pub const DAY_MS: i64 = 86_400_000;
 /// Figures kept up to date as trades close, for KPI snapshots and risk checks.
 #[derive(Debug, Clone, Default)]
 pub struct Stats {
-    pub total: u32,
-    pub wins: u32,
-    pub losses: u32,
-    pub consecutive_losses: u32,
-    pub gross_wins: f64,
-    pub gross_losses: f64,
+    /// The account's running totals, as `account_totals` holds them.
+    pub trades: AccountTotals,
     /// UTC day number the daily figures are for.
     pub day: i64,
     pub opens_today: u32,
@@ -41,20 +38,9 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Counts a trade after its transaction committed (the row was updated in it).
     pub fn record(&mut self, trade: &CompletedTrade) {
-        let net = accounting::float(trade.net_pnl);
-        self.total += 1;
-        if net > 0.0 {
-            self.wins += 1;
-            self.gross_wins += net;
-            self.consecutive_losses = 0;
-        } else if net < 0.0 {
-            self.losses += 1;
-            self.gross_losses += -net;
-            self.consecutive_losses += 1;
-        } else {
-            self.consecutive_losses = 0;
-        }
+        self.trades.add(trade);
     }
 
     /// Rolls the daily figures over at UTC midnight and follows the equity peak.
@@ -151,10 +137,11 @@ impl Trader {
                 last_error: None,
             },
         };
-        let mut stats = Stats::default();
-        for trade in trading::trades_since(db, user_id, 0).await? {
-            stats.record(&trade);
-        }
+        // The running totals, never the history: a restart costs the same at any age.
+        let mut stats = Stats {
+            trades: crate::store::totals::get(db, user_id).await?,
+            ..Stats::default()
+        };
         let equity = accounting::equity(&account, &positions);
         stats.observe(now, equity);
         stats.peak_equity = stats.peak_equity.max(account.initial_capital);

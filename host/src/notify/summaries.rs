@@ -12,7 +12,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::App;
-use crate::engine::{DAY_MS, Stats};
+use crate::engine::DAY_MS;
+use crate::engine::totals::AccountTotals;
 use crate::notices::Kind;
 use crate::settings;
 use crate::store::notifications;
@@ -72,27 +73,24 @@ pub async fn summary(
     end_day: i64,
 ) -> sqlx::Result<Summary> {
     let (from, to) = (first_day * DAY_MS, end_day * DAY_MS);
-    let trades: Vec<_> = trading::trades_since(&app.db.pool, user_id, from)
-        .await?
-        .into_iter()
-        .filter(|trade| trade.closed_at_ms < to)
-        .collect();
-    let mut stats = Stats::default();
-    for trade in &trades {
-        stats.record(trade);
+    let mut totals = AccountTotals::default();
+    for trade in trading::trades_since(&app.db.pool, user_id, from).await? {
+        if trade.closed_at_ms < to {
+            totals.add(&trade);
+        }
     }
     let account = trading::account(&app.db.pool, user_id).await?;
     Ok(Summary {
         period,
         from: date(first_day).to_string(),
         to: date(end_day - 1).to_string(),
-        trades: stats.total,
-        wins: stats.wins,
-        losses: stats.losses,
-        net_pnl: trades.iter().map(|t| t.net_pnl).sum(),
-        fees: trades.iter().map(|t| t.fees).sum(),
-        best_trade: trades.iter().map(|t| t.net_pnl).max(),
-        worst_trade: trades.iter().map(|t| t.net_pnl).min(),
+        trades: totals.trades as u32,
+        wins: totals.winners as u32,
+        losses: totals.losers as u32,
+        net_pnl: totals.net_pnl,
+        fees: totals.fees,
+        best_trade: totals.best_trade,
+        worst_trade: totals.worst_trade,
         open_positions: trading::count_open_positions(&app.db.pool, user_id, None).await?,
         cash: account.map(|a| a.cash),
     })
