@@ -34,6 +34,6 @@ perf record -q -F 1999 -g -p "$server" -o "$data/perf.data" -- sleep "$seconds" 
 wait $load
 grep -E "Requests/sec|Latency" "$data/wrk.txt"
 perf report -i "$data/perf.data" --no-children --sort symbol --percent-limit 1 --stdio 2>/dev/null \
-  | grep -E "^ +[0-9]" | head -40
+  | grep -E "^ +[0-9]" | cut -c1-110 | head -40
 perf report -i "$data/perf.data" --no-children --sort symbol --stdio -g none 2>/dev/null \
   | python3 bench/profile_summary.py

@@ -82,15 +82,22 @@ impl InMemoryRateLimiter {
                 ..decision(count)
             };
         }
-        let mut entry = self
+        // The key is copied only the first time it is seen.
+        let count = |window: &mut Window| {
+            if window.start != start {
+                *window = Window { start, count: 0 };
+            }
+            window.count = window.count.saturating_add(1);
+            window.count
+        };
+        if let Some(mut window) = self.windows.get_mut(key) {
+            return decision(count(&mut window));
+        }
+        let mut window = self
             .windows
             .entry(key.to_string())
             .or_insert(Window { start, count: 0 });
-        if entry.start != start {
-            *entry = Window { start, count: 0 };
-        }
-        entry.count = entry.count.saturating_add(1);
-        decision(entry.count)
+        decision(count(&mut window))
     }
 
     /// Forgets windows that have ended (those of an hour-long window live an hour).
@@ -213,12 +220,12 @@ impl Fairing for RateLimitFairing {
         let Some(app) = req.rocket().state::<App>() else {
             return;
         };
-        let path = req.uri().path().as_str().to_string();
+        let path = req.uri().path().as_str();
         let ip = ip_bucket(req.client_ip());
         // The session check the route's guard will use. A request whose token is signed out,
         // expired or forged is not the user's: it counts as anonymous, so an old token cannot
         // spend its user's budget.
-        let credentials = is_credential_route(&path);
+        let credentials = is_credential_route(path);
         let signed_in = match Bearer::of(req) {
             Bearer::Valid(_) if !credentials => session_check(req).await.as_ref().ok(),
             _ => None,
@@ -232,12 +239,13 @@ impl Fairing for RateLimitFairing {
                     user_limit(&principal.user, app.config.api_rate_multiplier),
                 )
             }
-            None if is_auth_route(&path) => (format!("auth-ip:{ip}"), app.config.auth_rate_limit),
+            None if is_auth_route(path) => (format!("auth-ip:{ip}"), app.config.auth_rate_limit),
             None => (format!("ip:{ip}"), app.config.anon_rate_limit),
         };
         let decision = app.limiter.hit(&key, limit, MINUTE).await;
         req.local_cache(|| RequestDecision(Some(decision)));
         if !decision.allowed {
+            let path = path.to_string();
             req.local_cache(|| OriginalPath(Some(path)));
             req.set_method(Method::Get);
             req.set_uri(Origin::parse(LIMITED_PATH).expect("static path"));

@@ -14,7 +14,6 @@ use crate::auth::{ClientMeta, Principal};
 use crate::billing::plans::Entitlement;
 use crate::brokers::{self, KNOWN_BROKERS, NewConnection};
 use crate::engine::accounting::float;
-use crate::engine::totals::AccountTotals;
 use crate::engine::{self, BotStatus, StartRequest, StopRequest};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::{self, iso8601, now_ms, users};
@@ -265,9 +264,8 @@ pub struct StatusStats {
 /// The engine state in the original's words: `not_initialized` before the first start, and
 /// `running` while the bot is still starting.
 pub async fn status(app: &App, user: &Principal) -> ApiResult<Status> {
-    // From the trader in memory: a bot that was never started has no broker yet.
-    let view = engine::status(app, user).await?;
-    if view.broker.is_none() {
+    let summary = engine::summary(app, user).await?;
+    if !summary.started_once {
         return Ok(Status {
             user_id: user.user_id.clone(),
             trading_enabled: false,
@@ -280,20 +278,19 @@ pub async fn status(app: &App, user: &Principal) -> ApiResult<Status> {
             },
         });
     }
-    let engine_status = match BotStatus::parse(&view.status) {
-        BotStatus::Starting | BotStatus::Running => "running".to_string(),
-        _ => view.status.clone(),
+    let engine_status = match summary.status {
+        BotStatus::Starting | BotStatus::Running => "running",
+        other => other.as_str(),
     };
-    let totals = closed_totals(app, user).await?;
     Ok(Status {
         user_id: user.user_id.clone(),
         trading_enabled: engine_status == "running",
-        engine_status,
-        last_activity: view.last_scan,
+        engine_status: engine_status.into(),
+        last_activity: summary.last_scan_at.map(iso8601),
         stats: StatusStats {
-            total_trades: totals.trades,
-            total_pnl: round2(float(totals.net_pnl)),
-            active_positions: view.active_positions,
+            total_trades: summary.totals.trades,
+            total_pnl: round2(float(summary.totals.net_pnl)),
+            active_positions: summary.active_positions,
         },
     })
 }
@@ -339,15 +336,11 @@ pub struct Pnl {
     pub active_positions: usize,
 }
 
-/// Win and loss totals of the user's closed trades, reading only the figures (the original client
-/// polls status and pnl every 30 seconds).
-async fn closed_totals(app: &App, user: &Principal) -> ApiResult<AccountTotals> {
-    engine::totals(app, user).await
-}
-
+/// From the running totals the trader keeps (the original client polls status and pnl every
+/// 30 seconds).
 pub async fn pnl(app: &App, user: &Principal) -> ApiResult<Pnl> {
-    let totals = closed_totals(app, user).await?;
-    let open = engine::reports::positions(app, user, None, None).await?;
+    let summary = engine::summary(app, user).await?;
+    let totals = summary.totals;
     Ok(Pnl {
         user_id: user.user_id.clone(),
         total_trades: totals.trades,
@@ -355,7 +348,7 @@ pub async fn pnl(app: &App, user: &Principal) -> ApiResult<Pnl> {
         total_pnl: round2(float(totals.net_pnl)),
         total_profit: round2(float(totals.profit)),
         total_loss: round2(-float(totals.loss)),
-        active_positions: open.positions.len(),
+        active_positions: summary.active_positions,
     })
 }
 

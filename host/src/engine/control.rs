@@ -488,11 +488,29 @@ pub async fn status(app: &App, user: &Principal) -> ApiResult<BotStatusView> {
     })
 }
 
-/// The account's running totals, as the trader in memory keeps them (no query once loaded).
-pub async fn totals(app: &App, user: &Principal) -> ApiResult<AccountTotals> {
+/// The bot's state and the account's running totals, as the trader in memory keeps them: no
+/// query once loaded, and nothing formatted that a caller may not show.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub status: BotStatus,
+    /// Whether the bot was ever started (a bot that never was has no broker).
+    pub started_once: bool,
+    pub last_scan_at: Option<i64>,
+    pub active_positions: usize,
+    pub totals: AccountTotals,
+}
+
+pub async fn summary(app: &App, user: &Principal) -> ApiResult<Summary> {
     let cell = app.engine.cell(&user.user_id);
     let guard = lock(app, &cell).await?;
-    Ok(guard.as_ref().expect("loaded").stats.trades.clone())
+    let trader = guard.as_ref().expect("loaded");
+    Ok(Summary {
+        status: trader.status(),
+        started_once: !trader.bot.broker.is_empty(),
+        last_scan_at: trader.bot.last_scan_at,
+        active_positions: trader.positions.len(),
+        totals: trader.stats.trades.clone(),
+    })
 }
 
 #[derive(utoipa::ToSchema, Debug, Serialize)]

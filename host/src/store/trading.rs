@@ -494,7 +494,15 @@ pub struct TradeFilter {
     pub until_ms: Option<i64>,
 }
 
-/// Completed trades, newest first, with the total count of the filter.
+impl TradeFilter {
+    /// No condition: every trade of the account.
+    pub fn is_empty(&self) -> bool {
+        self.symbol.is_none() && self.from_ms.is_none() && self.until_ms.is_none()
+    }
+}
+
+/// Completed trades, newest first, with the total count of the filter (for an empty filter the
+/// account's running total, so a page does not count the history).
 pub async fn trades(
     db: &super::Db,
     user_id: &str,
@@ -515,13 +523,17 @@ pub async fn trades(
     .bind(offset)
     .fetch_all(&db.pool)
     .await?;
-    let total: i64 = sqlx::query_scalar(sql!("SELECT COUNT(*) FROM trades {WHERE}"))
-        .bind(user_id)
-        .bind(&filter.symbol)
-        .bind(filter.from_ms)
-        .bind(filter.until_ms)
-        .fetch_one(&db.pool)
-        .await?;
+    let total: i64 = if filter.is_empty() {
+        super::totals::get(&db.pool, user_id).await?.trades as i64
+    } else {
+        sqlx::query_scalar(sql!("SELECT COUNT(*) FROM trades {WHERE}"))
+            .bind(user_id)
+            .bind(&filter.symbol)
+            .bind(filter.from_ms)
+            .bind(filter.until_ms)
+            .fetch_one(&db.pool)
+            .await?
+    };
     Ok((
         rows.into_iter()
             .map(TradeRow::into_trade)
