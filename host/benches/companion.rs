@@ -115,9 +115,13 @@ fn main() {
             assert_eq!(v["statistics"]["total_trades"], json!(trades_u64));
             assert_eq!(v["statistics"]["open_positions"], json!(OPEN_POSITIONS));
         }),
-        Route::json("/api/v1/account/history?status=closed&per_page=100", requests, move |v| {
-            assert_eq!(v["data"]["pagination"]["total_items"], json!(trades_u64));
-        }),
+        Route::json(
+            "/api/v1/account/history?status=closed&per_page=100",
+            requests,
+            move |v| {
+                assert_eq!(v["data"]["pagination"]["total_items"], json!(trades_u64));
+            },
+        ),
         Route::json("/api/status", requests, move |v| {
             assert_eq!(v["stats"]["total_trades"], json!(trades_u64));
         }),
@@ -125,7 +129,10 @@ fn main() {
             assert_eq!(v["total_trades"], json!(trades_u64));
         }),
         Route::json("/api/v1/account/stats", requests, move |v| {
-            assert_eq!(v["data"]["trading"]["total_trades_all_time"], json!(trades_u64));
+            assert_eq!(
+                v["data"]["trading"]["total_trades_all_time"],
+                json!(trades_u64)
+            );
         }),
         Route::json("/api/positions/open", requests, |v| {
             assert_eq!(v["count"], json!(OPEN_POSITIONS), "open positions");

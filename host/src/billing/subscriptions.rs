@@ -904,7 +904,6 @@ mod tests {
 
     use super::*;
     use crate::billing::provider::PaymentProvider;
-    use crate::store::users::{self, NewUser};
 
     /// Records every charge, checks that a pending payment under its key was written first, and
     /// declines one customer.
@@ -946,20 +945,7 @@ mod tests {
     }
 
     async fn subscribed(app: &App, name: &str, period_end: i64) {
-        users::insert(
-            &app.db.pool,
-            &NewUser {
-                id: name,
-                email: &format!("{name}@example.com"),
-                full_name: name,
-                password_hash: "x",
-                role: "user",
-                trial_ends_at: None,
-                created_at: 0,
-            },
-        )
-        .await
-        .unwrap();
+        crate::store::testing::user(&app.db.pool, name).await;
         let row = SubscriptionRow {
             id: format!("sub_{name}"),
             user_id: name.into(),

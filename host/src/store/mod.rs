@@ -183,6 +183,21 @@ pub fn iso8601(ms: i64) -> String {
 pub(crate) mod testing {
     use super::*;
 
+    /// Inserts a plain user `id` (e-mail `<id>@example.com`), on any schema version.
+    pub async fn user(pool: &sqlx::AnyPool, id: &str) {
+        let email = format!("{id}@example.com");
+        let user = users::NewUser {
+            id,
+            email: &email,
+            full_name: id,
+            password_hash: "x",
+            role: "user",
+            trial_ends_at: None,
+            created_at: 0,
+        };
+        assert!(users::insert(pool, &user).await.unwrap(), "{id} is new");
+    }
+
     /// A migrated SQLite database in a temporary directory (kept alive by the returned guard).
     pub async fn sqlite() -> (Db, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
@@ -209,20 +224,7 @@ mod migration_tests {
         let db = Db::connect(&url).await.unwrap();
         SQLITE_MIGRATIONS.run_to(8, &db.pool).await.unwrap();
         let pool = &db.pool;
-        users::insert(
-            pool,
-            &users::NewUser {
-                id: "u1",
-                email: "u1@example.com",
-                full_name: "U",
-                password_hash: "x",
-                role: "user",
-                trial_ends_at: None,
-                created_at: 0,
-            },
-        )
-        .await
-        .unwrap();
+        testing::user(pool, "u1").await;
         for sql in [
             "INSERT INTO orders (id, user_id, client_order_id, broker, symbol, side, intent, quantity, position_id, status, created_at, updated_at) \
              VALUES ('o1', 'u1', 'th-1', 'paper', 'BTC-USD', 'BUY', 'open_long', '0.5', NULL, 'filled', 1, 1), \
@@ -293,20 +295,7 @@ mod migration_tests {
         let db = Db::connect(&url).await.unwrap();
         SQLITE_MIGRATIONS.run_to(13, &db.pool).await.unwrap();
         for id in ["u1", "u2"] {
-            users::insert(
-                &db.pool,
-                &users::NewUser {
-                    id,
-                    email: &format!("{id}@example.com"),
-                    full_name: "U",
-                    password_hash: "x",
-                    role: "user",
-                    trial_ends_at: None,
-                    created_at: 0,
-                },
-            )
-            .await
-            .unwrap();
+            testing::user(&db.pool, id).await;
         }
         // u1: +0.1, +0.2, -0.3, 0 (a flat trade ends the streak), then +1.005; u2 none.
         for (i, net) in ["0.1", "0.2", "-0.3", "0", "1.005"].iter().enumerate() {
