@@ -3,7 +3,8 @@
 
 use serde::Serialize;
 
-use super::{TradeTotals, backend, round2};
+use super::{backend, round2};
+use crate::engine::totals::AccountTotals;
 use crate::App;
 use crate::auth::Principal;
 use crate::engine::accounting::float;
@@ -216,7 +217,12 @@ pub async fn performance(
     let period = period.unwrap_or("all_time");
     let since = period_start(period, now_ms())?;
     let (trades, equity, _) = reports::series(app, &user.user_id, since).await?;
-    let totals = TradeTotals::of(trades.iter().map(|t| float(t.net_pnl)));
+    let mut totals = AccountTotals::default();
+    for trade in &trades {
+        totals.add(trade);
+    }
+    // Losses as a positive number, as the gateway shows them.
+    let (profit, loss) = (float(totals.profit), -float(totals.loss));
     let open = reports::positions(app, user, None, None).await?;
     let daily = metrics::daily_close(&equity);
     let average = |sum: f64, count: u64| {
@@ -229,16 +235,16 @@ pub async fn performance(
     Ok(Performance {
         success: true,
         metrics: Metrics {
-            total_trades: totals.total,
+            total_trades: totals.trades,
             winning_trades: totals.winners,
             losing_trades: totals.losers,
             win_rate: totals.win_rate_pct(),
-            total_pnl: totals.net,
-            total_profit: totals.profit,
-            total_loss: totals.loss,
-            average_win: average(totals.profit, totals.winners),
-            average_loss: average(totals.loss, totals.losers),
-            profit_factor: (totals.loss > 0.0).then(|| round2(totals.profit / totals.loss)),
+            total_pnl: round2(float(totals.net_pnl)),
+            total_profit: round2(profit),
+            total_loss: round2(loss),
+            average_win: average(profit, totals.winners),
+            average_loss: average(loss, totals.losers),
+            profit_factor: (loss > 0.0).then(|| round2(profit / loss)),
             // Daily returns need at least two closes (three days of equity).
             sharpe_ratio: (daily.len() >= 3)
                 .then(|| round2(metrics::sharpe(&metrics::daily_returns(&daily)))),
