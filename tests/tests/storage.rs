@@ -308,20 +308,30 @@ async fn check_totals(server: &Server, user_id: &str, token: &str, trades: u64) 
         nets.iter().min().copied()
     );
 
-    // The server's conversion of an exact decimal to a JSON number.
-    let as_f64 = |d: Decimal| rust_decimal::prelude::ToPrimitive::to_f64(&d).unwrap();
+    // JSON numbers are the exact figures converted to f64; a conversion may land one unit in
+    // the last place away depending on the decimal's scale, so they are compared that closely.
+    let close = |json: &serde_json::Value, exact: Decimal| {
+        let (got, want) = (
+            json.as_f64().unwrap(),
+            rust_decimal::prelude::ToPrimitive::to_f64(&exact).unwrap(),
+        );
+        assert!(
+            (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+            "{got} against {exact}"
+        );
+    };
     let statistics = server.get("/api/trades/statistics", Some(token)).await;
     statistics.expect(200);
     let s = &statistics.json["statistics"];
     assert_eq!(s["total_trades"], trades);
-    assert_eq!(s["total_pnl"].as_f64().unwrap(), as_f64(net));
-    assert_eq!(s["total_fees"].as_f64().unwrap(), as_f64(fees));
+    close(&s["total_pnl"], net);
+    close(&s["total_fees"], fees);
     let status = server.get("/api/status", Some(token)).await;
     status.expect(200);
     assert_eq!(status.json["stats"]["total_trades"], trades);
-    assert_eq!(
-        status.json["stats"]["total_pnl"].as_f64().unwrap(),
-        (as_f64(net) * 100.0).round() / 100.0
+    close(
+        &status.json["stats"]["total_pnl"],
+        net.round_dp_with_strategy(2, rust_decimal::RoundingStrategy::MidpointAwayFromZero),
     );
     let pnl = server.get("/api/pnl", Some(token)).await;
     pnl.expect(200);

@@ -4,11 +4,11 @@
 use serde::Serialize;
 
 use super::{backend, round2};
-use crate::engine::totals::AccountTotals;
 use crate::App;
 use crate::auth::Principal;
 use crate::engine::accounting::float;
 use crate::engine::metrics;
+use crate::engine::totals::AccountTotals;
 use crate::engine::{self, StopRequest, reports};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::{iso8601, now_ms};
