@@ -12,7 +12,7 @@ use rocket::{Data, Request, Response};
 
 use crate::App;
 use crate::auth::guards::{Bearer, session_check};
-use crate::billing::plans::Tier;
+use crate::billing::plans::{Entitlement, Tier};
 use crate::store::users::UserRow;
 
 pub const MINUTE: Duration = Duration::from_secs(60);
@@ -127,15 +127,10 @@ impl RateLimiter for InMemoryRateLimiter {
 /// A user's requests per minute: their effective tier's, scaled by the operator's multiplier.
 /// Operators work at the top tier's budget whatever their own subscription.
 pub fn user_limit(user: &UserRow, multiplier: u32) -> u32 {
-    let trial = user
-        .trial_ends_at
-        .is_some_and(|end| end > crate::store::now_ms());
     let tier = if user.role == "admin" {
         Tier::Enterprise
     } else {
-        Tier::parse(&user.subscription_tier)
-            .unwrap_or(Tier::Free)
-            .effective(trial)
+        Entitlement::of(user, crate::store::now_ms()).effective
     };
     tier_limit(tier, multiplier)
 }

@@ -2,10 +2,10 @@
 //! trade (`engine::totals`). [`add_trade`] runs in the transaction that books the trade, so the
 //! row always agrees with the `trades` table.
 
-use rust_decimal::Decimal;
 use sqlx::{Any, AnyConnection, Executor, FromRow};
 
-use super::{Db, now_ms, trading};
+use super::trading::{self, dec};
+use super::{Db, now_ms};
 use crate::engine::accounting::CompletedTrade;
 use crate::engine::totals::AccountTotals;
 
@@ -30,11 +30,6 @@ struct TotalsRow {
     streak: i64,
     streak_started_at: Option<i64>,
     last_closed_at: Option<i64>,
-}
-
-fn dec(text: &str) -> sqlx::Result<Decimal> {
-    text.parse()
-        .map_err(|err| sqlx::Error::Decode(format!("stored decimal {text:?}: {err}").into()))
 }
 
 impl TotalsRow {

@@ -8,7 +8,7 @@ use crate::engine::accounting::{
     Account, Closing, CompletedTrade, LedgerAction, LedgerEntry, OrderSide, Position, Side,
 };
 
-fn dec(text: &str) -> sqlx::Result<Decimal> {
+pub(super) fn dec(text: &str) -> sqlx::Result<Decimal> {
     text.parse()
         .map_err(|err| sqlx::Error::Decode(format!("stored decimal {text:?}: {err}").into()))
 }
