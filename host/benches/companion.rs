@@ -134,6 +134,15 @@ fn main() {
                 json!(trades_u64)
             );
         }),
+        Route::json("/api/v1/analytics/dashboard", requests, move |v| {
+            let figures = &v["data"];
+            let (week, month) = (&figures["week"]["trades"], &figures["month"]["trades"]);
+            assert!(
+                week.as_u64() <= month.as_u64() && month.as_u64() <= Some(trades_u64),
+                "week {week}, month {month}"
+            );
+            assert!(month.as_u64() > Some(0), "the last 30 days have trades");
+        }),
         Route::json("/api/positions/open", requests, |v| {
             assert_eq!(v["count"], json!(OPEN_POSITIONS), "open positions");
         }),

@@ -1,4 +1,5 @@
-//! Analytics: the dashboard figures and the trade breakdowns, computed from completed trades.
+//! Analytics: the dashboard figures, from the account's day totals, and the trade breakdowns of a
+//! period, from its completed trades.
 
 use std::collections::BTreeMap;
 
@@ -10,10 +11,11 @@ use crate::App;
 use crate::auth::sessions::Principal;
 use crate::engine::accounting::{CompletedTrade, float};
 use crate::engine::reports::Period;
+use crate::engine::totals::{DayTotals, Tally, utc_day};
 use crate::engine::{self, metrics};
 use crate::error::{ApiError, ApiResult};
 use crate::store::now_ms;
-use crate::store::trading;
+use crate::store::{totals, trading};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -43,47 +45,67 @@ pub struct Dashboard {
     pub top_performer: Option<TopPerformer>,
 }
 
-fn figures(trades: &[&CompletedTrade], base: f64) -> PeriodFigures {
-    let pnl: Decimal = trades.iter().map(|t| t.net_pnl).sum();
-    let wins = trades.iter().filter(|t| t.net_pnl > Decimal::ZERO).count();
+fn figures(tally: &Tally, base: f64) -> PeriodFigures {
     PeriodFigures {
-        pnl: float(pnl.round_dp(8)),
+        pnl: float(tally.net_pnl.round_dp(8)),
         pnl_pct: if base > 0.0 {
-            metrics::finite(float(pnl) / base * 100.0)
+            metrics::finite(float(tally.net_pnl) / base * 100.0)
         } else {
             0.0
         },
-        trades: trades.len(),
-        win_rate: if trades.is_empty() {
-            0.0
-        } else {
-            wins as f64 / trades.len() as f64
-        },
+        trades: tally.trades as usize,
+        win_rate: tally.win_rate(),
     }
 }
 
-/// Per-symbol totals, best first.
-fn by_symbol(trades: &[&CompletedTrade]) -> Vec<(String, usize, Decimal, Decimal)> {
-    let mut groups: BTreeMap<&str, (usize, Decimal, Decimal)> = BTreeMap::new();
-    for trade in trades {
-        let entry = groups.entry(&trade.symbol).or_default();
-        entry.0 += 1;
-        entry.1 += trade.net_pnl;
-        entry.2 += trade.size_usd;
-    }
-    let mut rows: Vec<_> = groups
-        .into_iter()
-        .map(|(symbol, (count, pnl, size))| (symbol.to_string(), count, pnl, size))
-        .collect();
-    rows.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+/// Trades tallied per symbol, best net pnl first (by symbol on a tie).
+fn by_symbol(tallies: BTreeMap<String, Tally>) -> Vec<(String, Tally)> {
+    let mut rows: Vec<_> = tallies.into_iter().collect();
+    rows.sort_by(|a, b| b.1.net_pnl.cmp(&a.1.net_pnl).then_with(|| a.0.cmp(&b.0)));
     rows
 }
 
+fn sum<'a>(tallies: impl IntoIterator<Item = &'a Tally>) -> Tally {
+    let mut all = Tally::default();
+    for tally in tallies {
+        all.merge(tally);
+    }
+    all
+}
+
+/// The trades closed from `start` on, tallied per symbol: the whole UTC days after `start`'s
+/// from the account's day totals (`days`, read from that day on), and the part of `start`'s own
+/// day from its trades.
+async fn tally_since(
+    app: &App,
+    user_id: &str,
+    days: &[DayTotals],
+    start: i64,
+) -> ApiResult<BTreeMap<String, Tally>> {
+    let first_day = utc_day(start);
+    let whole_first_day = start == first_day * DAY_MS;
+    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+    for d in days
+        .iter()
+        .filter(|d| d.day > first_day || (whole_first_day && d.day == first_day))
+    {
+        tallies.entry(d.symbol.clone()).or_default().merge(&d.tally);
+    }
+    if !whole_first_day {
+        let next_day = (first_day + 1) * DAY_MS;
+        for trade in trading::trades_between(&app.db.pool, user_id, start, next_day).await? {
+            tallies.entry(trade.symbol.clone()).or_default().add(&trade);
+        }
+    }
+    Ok(tallies)
+}
+
+/// Today, the last 7 and the last 30 days, read from the account's day totals and the trades of
+/// two partial days, never its whole history.
 pub async fn dashboard(app: &App, user: &Principal) -> ApiResult<Dashboard> {
     let now = now_ms();
     let month_start = now - 30 * DAY_MS;
-    let (trades, equity, initial) =
-        engine::reports::series(app, &user.user_id, month_start).await?;
+    let (equity, initial) = engine::reports::equity_series(app, &user.user_id, month_start).await?;
     let equity_at = |at: i64| {
         equity
             .iter()
@@ -92,32 +114,26 @@ pub async fn dashboard(app: &App, user: &Principal) -> ApiResult<Dashboard> {
             .or(equity.first())
             .map_or(initial, |p| p.equity)
     };
-    let since = |from: i64| {
-        trades
-            .iter()
-            .filter(|t| t.closed_at_ms >= from)
-            .collect::<Vec<_>>()
-    };
-    let today_start = now.div_euclid(DAY_MS) * DAY_MS;
+    let days = totals::days_since(&app.db.pool, &user.user_id, utc_day(month_start)).await?;
+    let today_start = utc_day(now) * DAY_MS;
     let week_start = now - 7 * DAY_MS;
-    let month = since(month_start);
-    let top_performer = by_symbol(&month)
-        .into_iter()
-        .next()
-        .map(|(symbol, _, pnl, size)| TopPerformer {
-            symbol,
-            pnl: float(pnl.round_dp(8)),
-            pnl_pct: if size.is_zero() {
-                0.0
-            } else {
-                float((pnl / size * Decimal::ONE_HUNDRED).round_dp(4))
-            },
-        });
+    let today = tally_since(app, &user.user_id, &days, today_start).await?;
+    let week = tally_since(app, &user.user_id, &days, week_start).await?;
+    let month = by_symbol(tally_since(app, &user.user_id, &days, month_start).await?);
+    let top_performer = month.first().map(|(symbol, tally)| TopPerformer {
+        symbol: symbol.clone(),
+        pnl: float(tally.net_pnl.round_dp(8)),
+        pnl_pct: if tally.size_usd.is_zero() {
+            0.0
+        } else {
+            float((tally.net_pnl / tally.size_usd * Decimal::ONE_HUNDRED).round_dp(4))
+        },
+    });
     let positions = engine::reports::positions(app, user, None, None).await?;
     Ok(Dashboard {
-        today: figures(&since(today_start), equity_at(today_start)),
-        week: figures(&since(week_start), equity_at(week_start)),
-        month: figures(&month, equity_at(month_start)),
+        today: figures(&sum(today.values()), equity_at(today_start)),
+        week: figures(&sum(week.values()), equity_at(week_start)),
+        month: figures(&sum(month.iter().map(|(_, t)| t)), equity_at(month_start)),
         active_positions: positions.summary.total_positions,
         balance: equity.last().map_or(initial, |p| p.equity),
         top_performer,
@@ -239,8 +255,6 @@ pub async fn trades(
         .iter()
         .filter(|t| symbol.as_deref().is_none_or(|s| t.symbol == s))
         .collect();
-    let wins = trades.iter().filter(|t| t.net_pnl > Decimal::ZERO).count();
-    let losses = trades.iter().filter(|t| t.net_pnl < Decimal::ZERO).count();
     let mut hours: BTreeMap<u32, (usize, Decimal)> = BTreeMap::new();
     for trade in &trades {
         let entry = hours.entry(closed_at(trade).hour()).or_default();
@@ -248,17 +262,17 @@ pub async fn trades(
         entry.1 += trade.net_pnl;
     }
     let groups = group_by.map(|group_by| {
-        let mut groups: BTreeMap<String, Vec<&CompletedTrade>> = BTreeMap::new();
+        let mut groups: BTreeMap<String, Tally> = BTreeMap::new();
         for trade in &trades {
             groups
                 .entry(group_by.label(closed_at(trade)))
                 .or_default()
-                .push(trade);
+                .add(trade);
         }
         groups
             .into_iter()
-            .map(|(period, trades)| {
-                let figures = figures(&trades, 0.0);
+            .map(|(period, tally)| {
+                let figures = figures(&tally, 0.0);
                 GroupRow {
                     period,
                     trades: figures.trades,
@@ -268,6 +282,11 @@ pub async fn trades(
             })
             .collect()
     });
+    let mut symbols: BTreeMap<String, Tally> = BTreeMap::new();
+    for trade in &trades {
+        symbols.entry(trade.symbol.clone()).or_default().add(trade);
+    }
+    let outcomes = sum(symbols.values());
     let hold: i64 = trades
         .iter()
         .map(|t| (t.closed_at_ms - t.opened_at_ms).max(0))
@@ -276,20 +295,16 @@ pub async fn trades(
         period: period.as_str(),
         total_trades: trades.len(),
         by_outcome: Outcomes {
-            wins,
-            losses,
-            win_rate: if trades.is_empty() {
-                0.0
-            } else {
-                wins as f64 / trades.len() as f64
-            },
+            wins: outcomes.winners as usize,
+            losses: outcomes.losers as usize,
+            win_rate: outcomes.win_rate(),
         },
-        by_symbol: by_symbol(&trades)
+        by_symbol: by_symbol(symbols)
             .into_iter()
-            .map(|(symbol, trades, pnl, _)| SymbolRow {
+            .map(|(symbol, tally)| SymbolRow {
                 symbol,
-                trades,
-                pnl: float(pnl.round_dp(8)),
+                trades: tally.trades as usize,
+                pnl: float(tally.net_pnl.round_dp(8)),
             })
             .collect(),
         by_hour: hours

@@ -337,3 +337,168 @@ async fn check_totals(server: &Server, user_id: &str, token: &str, trades: u64) 
     pnl.expect(200);
     assert_eq!(pnl.json["total_trades"], trades);
 }
+
+/// The analytics dashboard's today, last 7 and last 30 days, the statistics' best month and the
+/// dashboard metrics' runs are read from the running and per-day totals. Trades moved back in
+/// time, with the totals computed again from them as after an upgrade, land in the windows their
+/// close times say, also within a window's first, partial day.
+#[tokio::test]
+async fn period_figures_follow_the_day_totals_of_moved_trades() {
+    use rust_decimal::Decimal;
+    use std::collections::BTreeMap;
+
+    let mut server = Server::start_trading().await;
+    let admin = server.admin_token().await;
+    server
+        .install_plugin(&admin, "testing/guest-churn", "guest-churn")
+        .await;
+    let (user_id, token) = server.user(&email("periods")).await;
+    server.connect_paper(&token).await;
+    server
+        .post(
+            "/api/v1/trading/start",
+            Some(&token),
+            serde_json::json!({"broker": "paper", "strategy": "guest-churn", "symbols": ["BTC-USD", "ETH-USD"]}),
+        )
+        .await
+        .expect(200);
+    let count = format!("SELECT COUNT(*) FROM trades WHERE user_id = '{user_id}'");
+    server.wait_count(&count, 10, 60).await;
+    server
+        .post(
+            "/api/v1/trading/stop",
+            Some(&token),
+            serde_json::json!({"close_positions": true}),
+        )
+        .await
+        .expect(200);
+    server.kill();
+
+    // Spread the trades: today, hours ago, either side of the 7- and 30-day edges, months back.
+    let ids: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT id FROM trades WHERE user_id = '{user_id}' ORDER BY closed_at, id"
+    )))
+    .fetch_all(server.db().await)
+    .await
+    .unwrap();
+    let back = [
+        0,
+        2 * HOUR,
+        3 * DAY,
+        7 * DAY - HOUR,
+        7 * DAY + HOUR,
+        20 * DAY,
+        30 * DAY - HOUR,
+        30 * DAY + HOUR,
+        45 * DAY,
+        70 * DAY,
+    ];
+    let moved_at = now_ms();
+    for (n, ((id,), back)) in ids.iter().zip(back.iter().cycle()).enumerate() {
+        let closed = moved_at - back - n as i64;
+        server
+            .exec(&format!(
+                "UPDATE trades SET closed_at = {closed}, opened_at = {} WHERE id = '{id}'",
+                closed - 5 * MINUTE
+            ))
+            .await;
+    }
+    for table in ["account_day_totals", "account_totals"] {
+        server
+            .exec(&format!("DELETE FROM {table} WHERE user_id = '{user_id}'"))
+            .await;
+    }
+    server
+        .exec("DELETE FROM platform_flags WHERE name = 'account_totals_backfilled'")
+        .await;
+    server.restart().await;
+
+    let rows: Vec<(i64, String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT closed_at, net_pnl, symbol FROM trades WHERE user_id = '{user_id}' \
+         ORDER BY closed_at, id"
+    )))
+    .fetch_all(server.db().await)
+    .await
+    .unwrap();
+    let trades: Vec<(i64, Decimal, String)> = rows
+        .into_iter()
+        .map(|(at, net, symbol)| (at, net.parse().unwrap(), symbol))
+        .collect();
+    let exact = |json: &serde_json::Value, want: Decimal| {
+        let got = json.as_f64().unwrap();
+        let want = rust_decimal::prelude::ToPrimitive::to_f64(&want.round_dp(8)).unwrap();
+        assert!(
+            (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+            "{got} against {want}"
+        );
+    };
+
+    let now = now_ms();
+    let dashboard = server
+        .get("/api/v1/analytics/dashboard", Some(&token))
+        .await;
+    dashboard.expect(200);
+    let d = dashboard.data();
+    for (period, start) in [
+        ("today", now - now.rem_euclid(DAY)),
+        ("week", now - 7 * DAY),
+        ("month", now - 30 * DAY),
+    ] {
+        let inside: Vec<_> = trades.iter().filter(|t| t.0 >= start).collect();
+        assert_eq!(d[period]["trades"], inside.len(), "{period}");
+        exact(&d[period]["pnl"], inside.iter().map(|t| t.1).sum());
+        let wins = inside.iter().filter(|t| t.1 > Decimal::ZERO).count();
+        let rate = if inside.is_empty() {
+            0.0
+        } else {
+            wins as f64 / inside.len() as f64
+        };
+        assert_eq!(d[period]["win_rate"].as_f64().unwrap(), rate, "{period}");
+    }
+    let mut month_by_symbol: BTreeMap<&str, Decimal> = BTreeMap::new();
+    for t in trades.iter().filter(|t| t.0 >= now - 30 * DAY) {
+        *month_by_symbol.entry(&t.2).or_default() += t.1;
+    }
+    let top = month_by_symbol
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+        .unwrap();
+    assert_eq!(d["top_performer"]["symbol"], *top.0);
+    exact(&d["top_performer"]["pnl"], *top.1);
+
+    let stats = server.get("/api/v1/account/stats", Some(&token)).await;
+    stats.expect(200);
+    let mut months: BTreeMap<String, Decimal> = BTreeMap::new();
+    for t in &trades {
+        let month = chrono::DateTime::from_timestamp_millis(t.0)
+            .unwrap()
+            .format("%Y-%m");
+        *months.entry(month.to_string()).or_default() += t.1;
+    }
+    let best = months
+        .iter()
+        .reduce(|best, m| if m.1 > best.1 { m } else { best })
+        .unwrap();
+    let trading = &stats.data()["trading"];
+    assert_eq!(trading["best_month"]["month"], *best.0);
+    assert_eq!(trading["total_trades_all_time"], trades.len());
+
+    // Runs in close order, after the move.
+    let (mut wins, mut losses, mut longest) = (0u64, 0u64, (0u64, 0u64));
+    for t in &trades {
+        (wins, losses) = match t.1.cmp(&Decimal::ZERO) {
+            std::cmp::Ordering::Greater => (wins + 1, 0),
+            std::cmp::Ordering::Less => (0, losses + 1),
+            std::cmp::Ordering::Equal => (0, 0),
+        };
+        longest = (longest.0.max(wins), longest.1.max(losses));
+    }
+    // The figures appear with the account's first performance snapshot.
+    let m = server
+        .wait_for(&token, "/api/v1/dashboard/metrics", 20, |m| {
+            m["total_trades"] == trades.len()
+        })
+        .await;
+    assert_eq!(m["longest_winning_streak"], longest.0);
+    assert_eq!(m["longest_losing_streak"], longest.1);
+}

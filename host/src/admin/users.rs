@@ -15,7 +15,7 @@ use crate::engine::accounting::float;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::audit::{self, Actor};
 use crate::store::users::{self, UserFilter};
-use crate::store::{brokers, iso8601, now_ms, sessions, trading};
+use crate::store::{brokers, iso8601, now_ms, sessions, totals, trading};
 
 pub const USERS_DEFAULT_PER_PAGE: i64 = 50;
 pub const USERS_MAX_PER_PAGE: i64 = 100;
@@ -147,8 +147,7 @@ pub async fn detail(app: &App, user_id: &str) -> ApiResult<UserDetail> {
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "User not found"))?;
     let entitlement = Entitlement::of(&user, now_ms());
-    let trades = trading::trades_since(db, user_id, 0).await?;
-    let wins = trades.iter().filter(|t| t.net_pnl > Decimal::ZERO).count();
+    let totals = totals::get(db, user_id).await?;
     let account = trading::account(db, user_id).await?;
     let connections = brokers::list(db, user_id).await?;
     Ok(UserDetail {
@@ -169,15 +168,11 @@ pub async fn detail(app: &App, user_id: &str) -> ApiResult<UserDetail> {
                     .map(iso8601),
             },
             trading: UserTrading {
-                total_trades: trades.len(),
+                total_trades: totals.trades as usize,
                 total_pnl: account
                     .as_ref()
                     .map_or(0.0, |a| float(a.realized_pnl - a.fees_paid)),
-                win_rate: if trades.is_empty() {
-                    0.0
-                } else {
-                    wins as f64 / trades.len() as f64
-                },
+                win_rate: totals.win_rate(),
                 active_positions: trading::count_open_positions(db, user_id, None).await?,
                 bot_status: trading::bot(db, user_id)
                     .await?

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Datelike, Months, NaiveDate};
+use chrono::{DateTime, Months, NaiveDate};
 use serde::Serialize;
 use statrs::statistics::Statistics;
 
@@ -193,7 +193,7 @@ pub fn performance(
 /// Sum of net wins over |sum of net losses|. Without losses it is
 /// [`PROFIT_FACTOR_CAP`] if anything was won (unbounded, but JSON has no
 /// infinity) and 0 otherwise; every ratio is capped there too.
-fn profit_factor(gross_wins: f64, gross_losses: f64) -> f64 {
+pub fn profit_factor(gross_wins: f64, gross_losses: f64) -> f64 {
     if gross_losses < 0.0 {
         div(gross_wins, -gross_losses).min(PROFIT_FACTOR_CAP)
     } else if gross_wins > 0.0 {
@@ -354,50 +354,18 @@ pub fn drawdown_curve(equity: &[EquityPoint]) -> Vec<(i64, f64)> {
         .collect()
 }
 
-/// Run of winners or losers at the end of `trades` (in close order). A
-/// zero-pnl trade is neither and ends any run, so it gives kind "none".
-pub fn current_streak(trades: &[ClosedTrade]) -> Streak {
-    let sign = |t: &ClosedTrade| i8::from(t.net_pnl > 0.0) - i8::from(t.net_pnl < 0.0);
-    let mut streak = Streak {
-        kind: "none",
-        count: 0,
-        started_ms: None,
-    };
-    let Some(s) = trades.last().map(sign).filter(|s| *s != 0) else {
-        return streak;
-    };
-    streak.kind = if s > 0 { "win" } else { "loss" };
-    for t in trades.iter().rev().take_while(|t| sign(t) == s) {
-        streak.count += 1;
-        streak.started_ms = Some(t.closed_at_ms);
-    }
-    streak
-}
-
-/// Length of the current losing streak (0 unless the last trade lost).
-pub fn consecutive_losses(trades: &[ClosedTrade]) -> u64 {
-    let streak = Some(current_streak(trades));
-    streak.filter(|s| s.kind == "loss").map_or(0, |s| s.count)
-}
-
-/// UTC month with the highest summed net pnl (the earliest on a tie); `None`
-/// without trades. `pnl_pct` is relative to the equity as the month began: the
-/// last point before it, else the first point in it, else `initial_capital`;
-/// 0 when that base is ≤ 0.
+/// The UTC month with the highest net pnl of `months` (net pnl per month, keyed
+/// by its first day; the earliest on a tie); `None` without trades. `pnl_pct`
+/// is relative to the equity as the month began: the last point before it, else
+/// the first point in it, else `initial_capital`; 0 when that base is ≤ 0.
 pub fn best_month(
-    trades: &[ClosedTrade],
+    months: &BTreeMap<NaiveDate, f64>,
     equity: &[EquityPoint],
     initial_capital: f64,
 ) -> Option<MonthlyPnl> {
-    let mut months: BTreeMap<NaiveDate, f64> = BTreeMap::new();
-    for t in trades {
-        if let Some(first_day) = utc_date(t.closed_at_ms).and_then(|d| d.with_day(1)) {
-            *months.entry(first_day).or_default() += t.net_pnl;
-        }
-    }
     let (start, pnl) = months
-        .into_iter()
-        .map(|(m, p)| (m, finite(p)))
+        .iter()
+        .map(|(m, p)| (*m, finite(*p)))
         .reduce(|best, m| if m.1 > best.1 { m } else { best })?;
 
     let start_ms = start.and_hms_opt(0, 0, 0)?.and_utc().timestamp_millis();
@@ -422,6 +390,7 @@ pub fn best_month(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::Datelike;
 
     const DAY: i64 = 86_400_000;
     /// 2024-01-01T00:00:00Z.
@@ -466,9 +435,16 @@ mod tests {
         NaiveDate::from_ymd_opt(2024, 1, d).unwrap()
     }
 
-    fn streak(pnls: &[f64]) -> (&'static str, u64, Option<i64>) {
-        let s = current_streak(&trades(pnls));
-        (s.kind, s.count, s.started_ms)
+    /// Net pnl per month (keyed by its first day), as the day totals give it.
+    fn months(trades: &[ClosedTrade]) -> BTreeMap<NaiveDate, f64> {
+        let mut months = BTreeMap::new();
+        for t in trades {
+            let first = utc_date(t.closed_at_ms)
+                .and_then(|d| d.with_day(1))
+                .unwrap();
+            *months.entry(first).or_default() += t.net_pnl;
+        }
+        months
     }
 
     #[test]
@@ -606,19 +582,6 @@ mod tests {
     }
 
     #[test]
-    fn streaks() {
-        assert_eq!(streak(&[]), ("none", 0, None));
-        let tail_losses = [5.0, 5.0, -1.0, -2.0, -3.0];
-        assert_eq!(streak(&tail_losses), ("loss", 3, Some(T0 + 2)));
-        assert_eq!(consecutive_losses(&trades(&tail_losses)), 3);
-        assert_eq!(streak(&[-1.0, 2.0, 3.0]), ("win", 2, Some(T0 + 1)));
-        assert_eq!(consecutive_losses(&trades(&[-1.0, 2.0, 3.0])), 0);
-        // A zero trade ends the run.
-        assert_eq!(streak(&[-1.0, 0.0]), ("none", 0, None));
-        assert_eq!(consecutive_losses(&trades(&[-1.0, 0.0, -1.0])), 1);
-    }
-
-    #[test]
     fn performance_hand_computed() {
         let t = |net: f64, gross: f64, fees: f64, minutes: i64, i: i64| ClosedTrade {
             net_pnl: net,
@@ -678,7 +641,7 @@ mod tests {
         assert!(!shown.contains("NaN") && !shown.contains("inf"), "{shown}");
         assert!(daily_pnl(&trades).iter().all(|d| d.1.is_finite()));
         assert!(drawdown_curve(&equity).iter().all(|d| d.1.is_finite()));
-        assert!(best_month(&trades, &equity, 1.0).is_some_and(|m| m.pnl.is_finite()));
+        assert!(best_month(&months(&trades), &equity, 1.0).is_some_and(|m| m.pnl.is_finite()));
     }
 
     #[test]
@@ -688,19 +651,22 @@ mod tests {
         let t = [(50.0, 3), (100.0, 35), (-20.0, 40), (30.0, 61)].map(|(p, d)| trade(p, day(d)));
         // February's base is the last point before 2024-02-01: 1000 on Jan 31.
         let equity = [pt(day(0), 900.0), pt(day(30), 1000.0), pt(day(50), 1100.0)];
-        let best = best_month(&t, &equity, 500.0).unwrap();
+        let best = best_month(&months(&t), &equity, 500.0).unwrap();
         assert_eq!(best.month, "2024-02");
         assert_close(best.pnl, 80.0);
         assert_close(best.pnl_pct, 8.0); // 80 / 1000
         // No equity before February: the first point in it (1100).
-        let best = best_month(&t, &equity[2..], 500.0).unwrap();
+        let best = best_month(&months(&t), &equity[2..], 500.0).unwrap();
         assert_close(best.pnl_pct, 80.0 / 1100.0 * 100.0);
         // No equity at all: initial capital (80 / 400); none (≤ 0): 0.
-        assert_close(best_month(&t, &[], 400.0).unwrap().pnl_pct, 20.0);
-        assert_eq!(best_month(&t, &[], 0.0).unwrap().pnl_pct, 0.0);
-        assert_eq!(best_month(&[], &equity, 400.0), None);
+        assert_close(best_month(&months(&t), &[], 400.0).unwrap().pnl_pct, 20.0);
+        assert_eq!(best_month(&months(&t), &[], 0.0).unwrap().pnl_pct, 0.0);
+        assert_eq!(best_month(&BTreeMap::new(), &equity, 400.0), None);
         // Tie: the earliest month.
         let tie = [trade(10.0, day(40)), trade(10.0, day(3))];
-        assert_eq!(best_month(&tie, &[], 100.0).unwrap().month, "2024-01");
+        assert_eq!(
+            best_month(&months(&tie), &[], 100.0).unwrap().month,
+            "2024-01"
+        );
     }
 }

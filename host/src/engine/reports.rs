@@ -1,16 +1,20 @@
 //! Account data: balance, positions, trade history, performance and statistics, read from the
 //! user's committed state (the in-memory trader, loaded from the database).
 
+use std::collections::BTreeMap;
+
 use rust_decimal::Decimal;
 use serde::Serialize;
 
 use super::accounting::{self, CompletedTrade, Position, float};
 use super::metrics::{self, ClosedTrade, EquityPoint, PerformanceMetrics};
+use super::totals;
 use super::{BotStatus, lock};
 use crate::App;
 use crate::api::query::{Page, Pagination};
 use crate::auth::sessions::Principal;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::store::totals as store_totals;
 use crate::store::trading::{self, TradeFilter};
 use crate::store::{iso8601, now_ms};
 
@@ -393,6 +397,18 @@ pub async fn series(
     user_id: &str,
     since: i64,
 ) -> ApiResult<(Vec<CompletedTrade>, Vec<EquityPoint>, f64)> {
+    let (equity, initial) = equity_series(app, user_id, since).await?;
+    let trades = trading::trades_since(&app.db.pool, user_id, since).await?;
+    Ok((trades, equity, initial))
+}
+
+/// The equity series of a period with the current equity as the last point, and the initial
+/// capital.
+pub async fn equity_series(
+    app: &App,
+    user_id: &str,
+    since: i64,
+) -> ApiResult<(Vec<EquityPoint>, f64)> {
     let cell = app.engine.cell(user_id);
     let (current, initial) = {
         let guard = lock(app, &cell).await?;
@@ -402,7 +418,6 @@ pub async fn series(
             float(trader.account.initial_capital),
         )
     };
-    let trades = trading::trades_since(&app.db.pool, user_id, since).await?;
     // Up to a week at full resolution (a point a minute at most); longer periods hourly.
     let bucket = (now_ms() - since > 7 * super::trader::DAY_MS).then_some(3_600_000);
     let mut equity: Vec<EquityPoint> = trading::equity_since(&app.db.pool, user_id, since, bucket)
@@ -423,7 +438,7 @@ pub async fn series(
         at_ms: now_ms(),
         equity: current,
     });
-    Ok((trades, equity, initial))
+    Ok((equity, initial))
 }
 
 pub async fn performance(app: &App, user: &Principal, period: Period) -> ApiResult<Performance> {
@@ -501,23 +516,25 @@ pub struct RiskStats {
     pub bot_status: BotStatus,
 }
 
+/// Read from the account's running totals (kept by its trader) and its per-day totals, never
+/// its trades.
 pub async fn stats(app: &App, user: &Principal) -> ApiResult<Stats> {
     let user_row = &user.user;
-    let (trades, equity, initial) = series(app, &user.user_id, 0).await?;
-    let closed: Vec<ClosedTrade> = trades.iter().map(closed_trade).collect();
-    let volume: Decimal = trades
-        .iter()
-        .map(|t| t.size_usd + t.exit_price * t.quantity)
-        .sum();
-    let fees: Decimal = trades.iter().map(|t| t.fees).sum();
+    let (equity, initial) = equity_series(app, &user.user_id, 0).await?;
+    let months: BTreeMap<_, f64> =
+        totals::monthly_net(&store_totals::days_since(&app.db.pool, &user.user_id, 0).await?)
+            .into_iter()
+            .map(|(month, net)| (month, float(net)))
+            .collect();
     let now = now_ms();
     let cell = app.engine.cell(&user.user_id);
     let guard = lock(app, &cell).await?;
     let trader = guard.as_ref().expect("loaded");
+    let totals = &trader.stats.trades;
     let current = float(trader.equity());
     let high = equity.iter().map(|p| p.equity).fold(initial, f64::max);
     let low = equity.iter().map(|p| p.equity).fold(initial, f64::min);
-    let streak = metrics::current_streak(&closed);
+    let streak = totals.current_streak();
     let limits = trader.entitlement.limits();
     let exposure = float(accounting::exposure(&trader.positions));
     Ok(Stats {
@@ -532,16 +549,17 @@ pub async fn stats(app: &App, user: &Principal) -> ApiResult<Stats> {
             all_time_low: low,
         },
         trading: TradingStats {
-            total_trades_all_time: trades.len(),
-            total_volume_usd: money(volume),
+            total_trades_all_time: totals.trades as usize,
+            total_volume_usd: money(totals.volume),
             total_fees_paid: money(
-                fees + trader
-                    .positions
-                    .iter()
-                    .map(|p| p.entry_fees)
-                    .sum::<Decimal>(),
+                totals.fees
+                    + trader
+                        .positions
+                        .iter()
+                        .map(|p| p.entry_fees)
+                        .sum::<Decimal>(),
             ),
-            best_month: metrics::best_month(&closed, &equity, initial),
+            best_month: metrics::best_month(&months, &equity, initial),
             current_streak: StreakView {
                 kind: streak.kind,
                 count: streak.count,

@@ -3,9 +3,14 @@
 //! (`store::totals`), so the figures built on them read one row instead of summing the history,
 //! and they are computed here only, so every route that shows them agrees.
 
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Datelike, NaiveDate};
 use rust_decimal::Decimal;
 
 use super::accounting::CompletedTrade;
+use super::metrics::Streak;
+use super::trader::DAY_MS;
 
 /// A winner has net profit above zero, a loser below; a flat trade is neither and ends a streak.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,6 +34,11 @@ pub struct AccountTotals {
     pub streak: i64,
     /// When the first trade of the current streak closed.
     pub streak_started_at: Option<i64>,
+    pub longest_win_streak: u64,
+    pub longest_loss_streak: u64,
+    /// Time the trades were held, summed (for the average hold).
+    pub hold_ms: i64,
+    pub first_closed_at: Option<i64>,
     pub last_closed_at: Option<i64>,
 }
 
@@ -63,6 +73,13 @@ impl AccountTotals {
             self.streak = sign;
             self.streak_started_at = Some(trade.closed_at_ms);
         }
+        if self.streak > 0 {
+            self.longest_win_streak = self.longest_win_streak.max(self.streak as u64);
+        } else {
+            self.longest_loss_streak = self.longest_loss_streak.max(self.streak.unsigned_abs());
+        }
+        self.hold_ms += (trade.closed_at_ms - trade.opened_at_ms).max(0);
+        self.first_closed_at.get_or_insert(trade.closed_at_ms);
         self.last_closed_at = Some(trade.closed_at_ms);
     }
 
@@ -79,8 +96,13 @@ impl AccountTotals {
             all.loss += t.loss;
             all.fees += t.fees;
             all.volume += t.volume;
+            all.hold_ms += t.hold_ms;
             all.best_trade = max_of(all.best_trade, t.best_trade, Decimal::max);
             all.worst_trade = max_of(all.worst_trade, t.worst_trade, Decimal::min);
+            all.first_closed_at = match (all.first_closed_at, t.first_closed_at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             all.last_closed_at = all.last_closed_at.max(t.last_closed_at);
         }
         all
@@ -88,10 +110,33 @@ impl AccountTotals {
 
     /// Winners in percent of completed trades, to hundredths (0 without trades).
     pub fn win_rate_pct(&self) -> f64 {
+        (self.win_rate() * 10_000.0).round() / 100.0
+    }
+
+    /// Winners as a fraction of completed trades (0 without trades).
+    pub fn win_rate(&self) -> f64 {
+        win_rate(self.winners, self.trades)
+    }
+
+    /// The run at the end as the statistics show it.
+    pub fn current_streak(&self) -> Streak {
+        Streak {
+            kind: match self.streak.signum() {
+                1 => "win",
+                -1 => "loss",
+                _ => "none",
+            },
+            count: self.streak.unsigned_abs(),
+            started_ms: self.streak_started_at,
+        }
+    }
+
+    /// Mean hold of a completed trade in milliseconds (0 without trades).
+    pub fn avg_hold_ms(&self) -> f64 {
         if self.trades == 0 {
             0.0
         } else {
-            (self.winners as f64 * 10_000.0 / self.trades as f64).round() / 100.0
+            self.hold_ms as f64 / self.trades as f64
         }
     }
 
@@ -99,6 +144,77 @@ impl AccountTotals {
     pub fn avg_pnl(&self) -> Option<Decimal> {
         (self.trades > 0).then(|| (self.net_pnl / Decimal::from(self.trades)).round_dp(8))
     }
+}
+
+fn win_rate(winners: u64, trades: u64) -> f64 {
+    if trades == 0 {
+        0.0
+    } else {
+        winners as f64 / trades as f64
+    }
+}
+
+/// Days since 1970-01-01 of a UTC time in milliseconds.
+pub fn utc_day(at_ms: i64) -> i64 {
+    at_ms.div_euclid(DAY_MS)
+}
+
+/// An account's trades of one symbol closed on one UTC day (`store::totals` keeps one row of
+/// these per account, day and symbol in the transaction that books each trade), or any other
+/// group of trades summed the same way.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub trades: u64,
+    pub winners: u64,
+    pub losers: u64,
+    pub net_pnl: Decimal,
+    /// The trades' entry sizes, summed (the base of a group's return).
+    pub size_usd: Decimal,
+}
+
+impl Tally {
+    pub fn add(&mut self, trade: &CompletedTrade) {
+        self.trades += 1;
+        self.winners += u64::from(trade.net_pnl > Decimal::ZERO);
+        self.losers += u64::from(trade.net_pnl < Decimal::ZERO);
+        self.net_pnl += trade.net_pnl;
+        self.size_usd += trade.size_usd;
+    }
+
+    pub fn merge(&mut self, other: &Tally) {
+        self.trades += other.trades;
+        self.winners += other.winners;
+        self.losers += other.losers;
+        self.net_pnl += other.net_pnl;
+        self.size_usd += other.size_usd;
+    }
+
+    /// Winners as a fraction of the trades (0 without trades).
+    pub fn win_rate(&self) -> f64 {
+        win_rate(self.winners, self.trades)
+    }
+}
+
+/// Net pnl per UTC month, keyed by the month's first day, of per-day totals.
+pub fn monthly_net(days: &[DayTotals]) -> BTreeMap<NaiveDate, Decimal> {
+    let mut months: BTreeMap<NaiveDate, Decimal> = BTreeMap::new();
+    for d in days {
+        let first = DateTime::from_timestamp_millis(d.day * DAY_MS)
+            .and_then(|at| at.date_naive().with_day(1));
+        if let Some(first) = first {
+            *months.entry(first).or_default() += d.tally.net_pnl;
+        }
+    }
+    months
+}
+
+/// One row of an account's per-day totals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DayTotals {
+    /// Days since 1970-01-01 (UTC) of the trades' close.
+    pub day: i64,
+    pub symbol: String,
+    pub tally: Tally,
 }
 
 fn max_of(
@@ -183,7 +299,65 @@ mod tests {
                 (streak, started),
                 "{nets:?}"
             );
+            let view = t.current_streak();
+            let kind = ["loss", "none", "win"][(streak.signum() + 1) as usize];
+            assert_eq!(
+                (view.kind, view.count, view.started_ms),
+                (kind, streak.unsigned_abs(), started)
+            );
         }
+    }
+
+    #[test]
+    fn longest_runs_and_hold_time_are_kept() {
+        // Each trade was opened at 0 and closed at its position (1 ms, 2 ms, ...).
+        let t = totals(&["1", "2", "-1", "-1", "-1", "0", "3", "4", "5", "-2"]);
+        assert_eq!((t.longest_win_streak, t.longest_loss_streak), (3, 3));
+        assert_eq!(t.hold_ms, (1..=10).sum::<i64>());
+        assert_eq!(t.avg_hold_ms(), 5.5);
+        assert_eq!((t.first_closed_at, t.last_closed_at), (Some(1), Some(10)));
+        let winners_only = totals(&["1", "1"]);
+        assert_eq!(
+            (
+                winners_only.longest_win_streak,
+                winners_only.longest_loss_streak
+            ),
+            (2, 0)
+        );
+    }
+
+    #[test]
+    fn a_tally_counts_and_sums_a_group_and_merges_with_another() {
+        let mut a = Tally::default();
+        for net in ["2", "-1", "0"] {
+            a.add(&trade(net, 1));
+        }
+        assert_eq!((a.trades, a.winners, a.losers), (3, 1, 1));
+        assert_eq!(a.net_pnl, Decimal::ONE);
+        assert_eq!(a.size_usd, Decimal::from(150));
+        let mut b = Tally::default();
+        b.add(&trade("5", 2));
+        a.merge(&b);
+        assert_eq!((a.trades, a.winners), (4, 2));
+        assert_eq!(a.win_rate(), 0.5);
+        assert_eq!(Tally::default().win_rate(), 0.0);
+        assert_eq!(utc_day(-1), -1);
+        // 2024-01-31 and 2024-02-01 (days 19753, 19754) fall in two months.
+        let day = |day: i64, net: i64| DayTotals {
+            day,
+            symbol: "X".into(),
+            tally: Tally {
+                net_pnl: Decimal::from(net),
+                ..Tally::default()
+            },
+        };
+        let months = monthly_net(&[day(19753, 1), day(19754, 2), day(19755, 3)]);
+        let first = |m: u32| NaiveDate::from_ymd_opt(2024, m, 1).unwrap();
+        assert_eq!(
+            months.into_iter().collect::<Vec<_>>(),
+            [(first(1), Decimal::ONE), (first(2), Decimal::from(5))]
+        );
+        assert_eq!(utc_day(DAY_MS), 1);
     }
 
     #[test]

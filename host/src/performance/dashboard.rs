@@ -72,7 +72,7 @@ struct Figures {
 
 async fn figures(app: &App, user_id: &str) -> ApiResult<Figures> {
     let snapshots = rows::snapshots_since(&app.db.pool, user_id, 0).await?;
-    let trades = closed_trades(app, user_id, 0).await?;
+    let totals = crate::store::totals::get(&app.db.pool, user_id).await?;
     let points = series(&snapshots);
     let (Some(first), Some(last)) = (points.first(), points.last()) else {
         let initial = initial_capital(app, user_id).await?;
@@ -98,7 +98,7 @@ async fn figures(app: &App, user_id: &str) -> ApiResult<Figures> {
     let annualized = round2(metrics::annualized_return_pct(&start, last));
     let (sharpe, sortino) = ratios(&points);
     let drawdown = metrics::drawdown(&points);
-    let trade_figures = TradeFigures::of(&trades);
+    let trade_figures = TradeFigures::of_totals(&totals);
     let days = distinct_days(&snapshots);
     let metrics = Metrics {
         total_return_pct: change_pct(initial, last.equity),

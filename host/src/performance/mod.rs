@@ -17,6 +17,7 @@ use crate::App;
 use crate::companion::round2;
 use crate::engine::accounting::{self, float};
 use crate::engine::metrics::{self, EquityPoint};
+use crate::engine::totals::{AccountTotals, utc_day};
 use crate::error::ApiResult;
 use crate::store::performance::{self as rows, SnapshotRow};
 use crate::store::{iso8601, new_id, now_ms, trading};
@@ -99,6 +100,30 @@ pub struct TradeFigures {
 }
 
 impl TradeFigures {
+    /// The figures of an account's running totals.
+    pub fn of_totals(t: &AccountTotals) -> Self {
+        let mean = |sum: Decimal, count: u64| {
+            if count == 0 {
+                0.0
+            } else {
+                round2(float(sum) / count as f64)
+            }
+        };
+        TradeFigures {
+            total: t.trades,
+            winners: t.winners,
+            losers: t.losers,
+            win_rate_pct: t.win_rate_pct(),
+            avg_win: mean(t.profit, t.winners),
+            avg_loss: mean(-t.loss, t.losers),
+            profit_factor: round2(metrics::profit_factor(float(t.profit), float(t.loss))),
+            longest_winning_streak: t.longest_win_streak,
+            longest_losing_streak: t.longest_loss_streak,
+            avg_hold_hours: round2(t.avg_hold_ms() / 3_600_000.0),
+        }
+    }
+
+    /// The figures of a group of closed trades (a month's, a strategy's), in close order.
     pub fn of(closed: &[metrics::ClosedTrade]) -> Self {
         let m = metrics::performance(closed, &[], 0.0);
         let (mut win_run, mut loss_run) = (0u64, 0u64);
@@ -193,6 +218,7 @@ struct Books {
     realized: Decimal,
     exposure: Decimal,
     positions: usize,
+    totals: AccountTotals,
 }
 
 async fn books(app: &App, user_id: &str) -> ApiResult<Books> {
@@ -203,31 +229,29 @@ async fn books(app: &App, user_id: &str) -> ApiResult<Books> {
         realized: trader.account.realized_pnl,
         exposure: accounting::exposure(&trader.positions),
         positions: trader.positions.len(),
+        totals: trader.stats.trades.clone(),
     })
     .await
 }
 
-/// The account's KPI snapshot now, and the snapshot row that records it.
+/// The account's KPI snapshot now, and the snapshot row that records it: from the trader's
+/// running totals, today's day totals and the equity series, never the account's trades.
 pub async fn measure(app: &App, user_id: &str) -> ApiResult<(Kpi, SnapshotRow)> {
     let books = books(app, user_id).await?;
     let now = now_ms();
-    let (trades, series, initial) = crate::engine::reports::series(app, user_id, 0).await?;
+    let (series, initial) = crate::engine::reports::equity_series(app, user_id, 0).await?;
     let equity = float(books.equity);
-    let closed: Vec<metrics::ClosedTrade> = trades
-        .iter()
-        .map(crate::engine::reports::closed_trade)
-        .collect();
-    let figures = TradeFigures::of(&closed);
+    let figures = TradeFigures::of_totals(&books.totals);
     let (sharpe, sortino) = ratios(&series);
     let drawdown = metrics::drawdown(&series);
-    let first_trade = trades.iter().map(|t| t.closed_at_ms).min();
-    let trade_days =
-        first_trade.map_or(1.0, |first| ((now - first) as f64 / DAY_MS as f64).max(1.0));
-    let midnight = now - now.rem_euclid(DAY_MS);
-    let today: Decimal = trades
+    let trade_days = books
+        .totals
+        .first_closed_at
+        .map_or(1.0, |first| ((now - first) as f64 / DAY_MS as f64).max(1.0));
+    let today: Decimal = crate::store::totals::days_since(&app.db.pool, user_id, utc_day(now))
+        .await?
         .iter()
-        .filter(|t| t.closed_at_ms >= midnight)
-        .map(|t| t.net_pnl)
+        .map(|d| d.tally.net_pnl)
         .sum();
     let kpi = Kpi {
         timestamp: iso8601(now),

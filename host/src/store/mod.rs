@@ -285,15 +285,16 @@ mod migration_tests {
         assert_eq!(positions[0].closing, None);
     }
 
-    /// A database with trades booked before running totals existed gets each account's totals
-    /// computed once when it is migrated, equal to the sum of its trades; trades booked after
+    /// A database with trades booked before the running totals had their current columns gets
+    /// each account's totals and day totals computed once when it is migrated, equal to the sum
+    /// of its trades (the rows an earlier migration computed are replaced); trades booked after
     /// that are added in their own transaction.
     #[tokio::test]
     async fn the_totals_migration_sums_the_existing_trades() {
         let dir = tempfile::tempdir().unwrap();
         let url = crate::config::sqlite_url(&dir.path().join("old.db"));
         let db = Db::connect(&url).await.unwrap();
-        SQLITE_MIGRATIONS.run_to(13, &db.pool).await.unwrap();
+        SQLITE_MIGRATIONS.run_to(14, &db.pool).await.unwrap();
         for id in ["u1", "u2"] {
             testing::user(&db.pool, id).await;
         }
@@ -310,6 +311,17 @@ mod migration_tests {
             .await
             .unwrap();
         }
+        // What the 0014 server had computed and marked done (here stale on purpose).
+        sqlx::query(
+            "INSERT INTO account_totals (user_id, trades, winners, losers, net_pnl, profit, loss, \
+             fees, volume, streak, updated_at) VALUES ('u1', 1, 1, 0, '9', '9', '0', '0', '0', 1, 0)",
+        )
+        .execute(&db.pool)
+        .await
+        .unwrap();
+        trading::set_flag(&db.pool, "account_totals_backfilled", "1", "migration", 0)
+            .await
+            .unwrap();
         db.migrate().await.unwrap();
 
         let expected = trading::trades_since(&db.pool, "u1", 0)
@@ -326,7 +338,16 @@ mod migration_tests {
         let u1 = totals::get(&db.pool, "u1").await.unwrap();
         assert_eq!(u1, expected);
         assert_eq!((u1.trades, u1.winners, u1.losers, u1.streak), (5, 3, 1, 1));
+        assert_eq!((u1.longest_win_streak, u1.longest_loss_streak), (2, 1));
+        assert_eq!(u1.hold_ms, 15);
         assert_eq!(u1.net_pnl, "1.005".parse().unwrap());
+        let days = totals::days_since(&db.pool, "u1", 0).await.unwrap();
+        assert_eq!(days.len(), 1);
+        assert_eq!((days[0].day, days[0].symbol.as_str()), (0, "BTC-USD"));
+        let tally = &days[0].tally;
+        assert_eq!((tally.trades, tally.winners, tally.losers), (5, 3, 1));
+        assert_eq!(tally.net_pnl, "1.005".parse().unwrap());
+        assert_eq!(tally.size_usd, "250".parse().unwrap());
         assert_eq!(totals::get(&db.pool, "u2").await.unwrap().trades, 0);
         // Migrating again changes nothing; a trade booked now is added to the row.
         db.migrate().await.unwrap();
@@ -342,5 +363,8 @@ mod migration_tests {
         assert_eq!((after.trades, after.losers, after.streak), (6, 2, -1));
         assert_eq!(after.net_pnl, "-0.995".parse().unwrap());
         assert_eq!(after.worst_trade, Some("-2".parse().unwrap()));
+        let day = &totals::days_since(&db.pool, "u1", 0).await.unwrap()[0].tally;
+        assert_eq!((day.trades, day.losers), (6, 2));
+        assert_eq!(day.net_pnl, "-0.995".parse().unwrap());
     }
 }

@@ -558,6 +558,25 @@ pub async fn trades_since<'e>(
     rows.into_iter().map(TradeRow::into_trade).collect()
 }
 
+/// The completed trades closed in `[from, until)`, oldest first.
+pub async fn trades_between<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    from: i64,
+    until: i64,
+) -> sqlx::Result<Vec<CompletedTrade>> {
+    let rows: Vec<TradeRow> = sqlx::query_as(sql!(
+        "SELECT {TRADE_COLUMNS} FROM trades WHERE user_id = $1 AND closed_at >= $2 AND closed_at < $3 \
+         ORDER BY closed_at, id"
+    ))
+    .bind(user_id)
+    .bind(from)
+    .bind(until)
+    .fetch_all(exec)
+    .await?;
+    rows.into_iter().map(TradeRow::into_trade).collect()
+}
+
 pub async fn insert_ledger<'e>(
     exec: impl Executor<'e, Database = Any>,
     user_id: &str,

@@ -188,9 +188,9 @@ pub async fn list_for_admin(
     });
     let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT u.id, u.email, u.full_name, u.subscription_tier, u.status, u.created_at, u.last_active_at, \
-         (SELECT COUNT(*) FROM trades t WHERE t.user_id = u.id) AS total_trades, \
-         a.realized_pnl, a.fees_paid \
+         COALESCE(t.trades, 0) AS total_trades, a.realized_pnl, a.fees_paid \
          FROM users u LEFT JOIN trading_accounts a ON a.user_id = u.id \
+         LEFT JOIN account_totals t ON t.user_id = u.id \
          WHERE {USER_FILTER} ORDER BY u.created_at DESC, u.id LIMIT $5 OFFSET $6"
     )))
     .bind(&pattern)
