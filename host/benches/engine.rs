@@ -8,6 +8,9 @@
 //!   closes every held one, so each scan of each bot fills an order per symbol (checked by the
 //!   built-in risk rule), the worst case for the ledger.
 //!
+//! - the same with `TRADEHOST_GROUP_COMMIT=false`, every booking waiting for its own flush (the
+//!   reference for group commit).
+//!
 //! `BENCH_BOTS` (default 2000) and `BENCH_SECS` (default 10) change the size; `DATABASE_URL`
 //! points it at PostgreSQL.
 
@@ -29,10 +32,11 @@ fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-async fn app(dir: &std::path::Path) -> App {
+async fn app(dir: &std::path::Path, group_commit: bool) -> App {
     let data_dir = dir.to_string_lossy().to_string();
     let database_url = std::env::var("DATABASE_URL").ok();
     let lookup = move |name: &str| match name {
+        "TRADEHOST_GROUP_COMMIT" => Some(group_commit.to_string()),
         "TRADEHOST_DATA_DIR" => Some(data_dir.clone()),
         "TRADEHOST_SCAN_INTERVAL" => Some("0.05".into()),
         "DATABASE_URL" => database_url.clone(),
@@ -143,7 +147,7 @@ fn main() {
     runtime.block_on(async {
         // No trades: the strict risk rule denies every order on a market that barely moves.
         let dir = tempfile::tempdir().unwrap();
-        let app = app(dir.path()).await;
+        let app = app(dir.path(), true).await;
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let wasm = std::fs::read(
             root.join("plugins/target/wasm32-wasip2/release/risk_guards_strict.wasm"),
@@ -160,19 +164,27 @@ fn main() {
         start_bots(&app, bots, "ema-cross").await;
         measure(&app, "no trades", secs).await;
 
-        // With trades: every scan of every bot fills an order per symbol.
-        let dir = tempfile::tempdir().unwrap();
-        let app = self::app(dir.path()).await;
-        let manifest_text =
-            std::fs::read_to_string(root.join("plugins/testing/guest-churn/plugin.toml")).unwrap();
-        let wasm =
-            std::fs::read(root.join("plugins/target/wasm32-wasip2/release/guest_churn.wasm"))
+        // With trades: every scan of every bot fills an order per symbol; bookings share disk
+        // flushes, then (the reference) each waits for its own.
+        for (label, group_commit) in [
+            ("with trades", true),
+            ("with trades, a flush per commit", false),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let app = self::app(dir.path(), group_commit).await;
+            let manifest_text =
+                std::fs::read_to_string(root.join("plugins/testing/guest-churn/plugin.toml"))
+                    .unwrap();
+            let wasm =
+                std::fs::read(root.join("plugins/target/wasm32-wasip2/release/guest_churn.wasm"))
+                    .unwrap();
+            app.plugins
+                .upload(&wasm, Manifest::from_toml(&manifest_text).unwrap(), None)
+                .await
                 .unwrap();
-        app.plugins
-            .upload(&wasm, Manifest::from_toml(&manifest_text).unwrap(), None)
-            .await
-            .unwrap();
-        start_bots(&app, bots, "guest-churn").await;
-        measure(&app, "with trades", secs).await;
+            start_bots(&app, bots, "guest-churn").await;
+            measure(&app, label, secs).await;
+            println!("{label}: {} log flushes", app.db.sync.flushes());
+        }
     });
 }

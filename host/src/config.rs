@@ -86,6 +86,9 @@ pub struct AppConfig {
     pub scan_interval: Duration,
     /// How many bot scans run at once.
     pub scan_parallelism: usize,
+    /// Bookings share disk flushes (`TRADEHOST_GROUP_COMMIT`, on unless `false`; SQLite only,
+    /// `store::durability`).
+    pub group_commit: bool,
     /// Starting cash of a new trading account (`TRADEHOST_INITIAL_CAPITAL`).
     pub initial_capital: rust_decimal::Decimal,
     /// Shared secret of the payment provider's webhook signatures (`PAYMENT_WEBHOOK_SECRET`).
@@ -167,6 +170,7 @@ impl std::fmt::Debug for AppConfig {
             .field("failed_login_window", &self.failed_login_window)
             .field("scan_interval", &self.scan_interval)
             .field("scan_parallelism", &self.scan_parallelism)
+            .field("group_commit", &self.group_commit)
             .field("initial_capital", &self.initial_capital)
             .field(
                 "payment_webhook_secret",
@@ -420,6 +424,10 @@ impl AppConfig {
             failed_login_window: Duration::from_secs(file.failed_login_window_secs.max(1)),
             scan_interval: Duration::from_secs_f64(scan),
             scan_parallelism,
+            group_commit: env("TRADEHOST_GROUP_COMMIT").map_or(Ok(true), |raw| {
+                parse_bool(&raw)
+                    .ok_or_else(|| anyhow::anyhow!("TRADEHOST_GROUP_COMMIT must be true or false"))
+            })?,
             initial_capital,
             metrics_token: env("TRADEHOST_METRICS_TOKEN"),
             payment_webhook_secret: env("PAYMENT_WEBHOOK_SECRET"),

@@ -100,7 +100,7 @@ impl App {
     ) -> Result<Self> {
         std::fs::create_dir_all(&config.data_dir)?;
         let secrets = secrets::resolve(&config)?;
-        let db = Db::connect(&config.database_url).await?;
+        let db = Db::connect_with(&config.database_url, config.group_commit).await?;
         db.migrate().await?;
         let plugins = Arc::new(plugins::load(&config, Some(db.clone())).await?);
         let memory_limiter = Arc::new(InMemoryRateLimiter::default());

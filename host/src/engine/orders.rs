@@ -335,7 +335,10 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
         updated_at: now,
     };
     let db = &app.db.pool;
-    if !rows::insert(db, &row).await.map_err(db_failure)? {
+    if !rows::insert(&app.db.grouped, &row)
+        .await
+        .map_err(db_failure)?
+    {
         // Decided before: that order stands (it is never sent twice).
         let existing = rows::by_client_id(db, &plan.client_order_id)
             .await
@@ -347,6 +350,8 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
             order_id: existing.id,
         });
     }
+    // The order is on disk before the venue hears of it: it is never sent twice.
+    app.db.durable().await;
     trader.live.push(row.clone());
 
     let request = OrderRequest {
@@ -587,7 +592,7 @@ pub async fn record(
         .position_id
         .clone()
         .unwrap_or_else(|| order.id.clone());
-    let mut tx = app.db.begin().await.map_err(db_err)?;
+    let mut tx = app.db.begin_grouped().await.map_err(db_err)?;
     for NewFill { trade_id, fill } in fills {
         let fill_row = FillRow {
             id: new_id(),
@@ -868,6 +873,8 @@ pub async fn record(
         .map_err(db_err)?;
     }
     tx.commit().await.map_err(db_err)?;
+    // Durable, shared with the bookings committed meanwhile, before anything goes out on it.
+    app.db.durable().await;
     if opened_position.is_some() || trade.is_some() {
         app.notifier.wake();
     }

@@ -14,6 +14,7 @@ macro_rules! sql {
 pub mod audit;
 pub mod billing;
 pub mod brokers;
+pub mod durability;
 pub mod ledger;
 pub mod notifications;
 pub mod orders;
@@ -32,8 +33,12 @@ pub mod trading;
 pub mod users;
 pub mod webhook_keys;
 
+use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use durability::GroupSync;
 
 use anyhow::{Context, Result, bail};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
@@ -72,11 +77,21 @@ impl Backend {
 #[derive(Clone, Debug)]
 pub struct Db {
     pub pool: AnyPool,
+    /// Connections whose commits wait for [`Db::durable`] instead of the disk (`durability`):
+    /// the books' bookings. The same pool as `pool` where commits are durable anyway.
+    pub grouped: AnyPool,
+    pub sync: Arc<GroupSync>,
     pub backend: Backend,
 }
 
 impl Db {
+    /// Connects with group commit of the books (`durability`).
     pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_with(url, true).await
+    }
+
+    /// Connects; without `group_commit` every booking waits for its own flush.
+    pub async fn connect_with(url: &str, group_commit: bool) -> Result<Self> {
         sqlx::any::install_default_drivers();
         let backend = Backend::from_url(url)?;
         if backend == Backend::Sqlite {
@@ -85,29 +100,50 @@ impl Db {
         let options = AnyConnectOptions::from_str(url)
             .context("DATABASE_URL is not a valid database URL")?
             .disable_statement_logging();
-        let pool_options = match backend {
-            // WAL lets readers run beside the one writer; FULL sync so a commit survives power loss.
-            Backend::Sqlite => AnyPoolOptions::new()
-                .max_connections(8)
-                .min_connections(1)
-                .after_connect(|conn, _| {
-                    Box::pin(async move {
-                        conn.execute(
-                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
-                             PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;",
-                        )
-                        .await?;
-                        Ok(())
-                    })
-                }),
-            Backend::Postgres => AnyPoolOptions::new().max_connections(16).min_connections(1),
+        let connect = |pool_options: AnyPoolOptions| {
+            let options = options.clone();
+            async move {
+                pool_options
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect_with(options)
+                    .await
+                    .with_context(|| format!("cannot connect to the {} database", backend.name()))
+            }
         };
-        let pool = pool_options
-            .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options)
-            .await
-            .with_context(|| format!("cannot connect to the {} database", backend.name()))?;
-        Ok(Self { pool, backend })
+        if backend == Backend::Postgres {
+            let pool =
+                connect(AnyPoolOptions::new().max_connections(16).min_connections(1)).await?;
+            return Ok(Self {
+                grouped: pool.clone(),
+                pool,
+                sync: Arc::new(GroupSync::none()),
+                backend,
+            });
+        }
+        // WAL lets readers run beside the one writer; FULL sync so a commit survives power loss.
+        let pool = connect(sqlite_pool(8, "FULL")).await?;
+        let file: String =
+            sqlx::query_scalar("SELECT file FROM pragma_database_list WHERE name = 'main'")
+                .fetch_one(&pool)
+                .await?;
+        if file.is_empty() || !group_commit {
+            // In memory there is one pool, or the two would see two databases.
+            return Ok(Self {
+                grouped: pool.clone(),
+                pool,
+                sync: Arc::new(GroupSync::none()),
+                backend,
+            });
+        }
+        // One connection: bookings queue for it in the process instead of in SQLite's busy
+        // handler, whose sleeps would idle the writer between them.
+        let grouped = connect(sqlite_pool(1, "NORMAL")).await?;
+        Ok(Self {
+            pool,
+            grouped,
+            sync: Arc::new(GroupSync::wal(PathBuf::from(format!("{file}-wal")))),
+            backend,
+        })
     }
 
     /// Applies the backend's pending migrations (idempotent).
@@ -137,10 +173,46 @@ impl Db {
         }
     }
 
+    /// Begins a transaction of the books whose commit is made durable by [`Db::durable`], shared
+    /// with the other bookings committed meanwhile (`durability`).
+    pub async fn begin_grouped(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Any>> {
+        match self.backend {
+            Backend::Sqlite => self.grouped.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.grouped.begin().await,
+        }
+    }
+
+    /// Waits until every commit made on `grouped` so far is durable. A flush the disk refuses
+    /// leaves committed books that may not survive a power loss, and nothing may go out on
+    /// them: the process stops, and the restart reads the books as the disk has them.
+    pub async fn durable(&self) {
+        if let Err(err) = self.sync.wait().await {
+            tracing::error!(error = %err, "flushing the database log failed; stopping");
+            std::process::abort();
+        }
+    }
+
     pub async fn ping(&self) -> Result<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
+}
+
+/// A SQLite pool in WAL mode with the given `synchronous` setting.
+fn sqlite_pool(connections: u32, synchronous: &'static str) -> AnyPoolOptions {
+    AnyPoolOptions::new()
+        .max_connections(connections)
+        .min_connections(1)
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                conn.execute(sqlx::AssertSqlSafe(format!(
+                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = {synchronous}; \
+                     PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;"
+                )))
+                .await?;
+                Ok(())
+            })
+        })
 }
 
 fn ensure_sqlite_parent_dir(url: &str) -> Result<()> {

@@ -21,7 +21,8 @@ pub async fn get<'e>(
     .await
 }
 
-/// Applies every change in one transaction.
+/// Applies every change in one transaction, durable when this returns (its flush shared with
+/// the bookings committed meanwhile: a venue's state is written as the books are).
 pub async fn write(
     db: &Db,
     plugin: &str,
@@ -29,7 +30,7 @@ pub async fn write(
     changes: &[(String, Option<String>)],
 ) -> sqlx::Result<()> {
     let now = now_ms();
-    let mut tx = db.begin().await?;
+    let mut tx = db.begin_grouped().await?;
     for (key, value) in changes {
         match value {
             Some(value) => {
@@ -57,7 +58,9 @@ pub async fn write(
             }
         }
     }
-    tx.commit().await
+    tx.commit().await?;
+    db.durable().await;
+    Ok(())
 }
 
 /// Entries with `prefix` after `start_after`, in key order.
