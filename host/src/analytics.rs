@@ -15,9 +15,7 @@ use crate::engine::totals::{DayTotals, Tally, utc_day};
 use crate::engine::{self, metrics};
 use crate::error::{ApiError, ApiResult};
 use crate::store::now_ms;
-use crate::store::{totals, trading};
-
-const DAY_MS: i64 = 86_400_000;
+use crate::store::{DAY_MS, totals, trading};
 
 #[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct PeriodFigures {

@@ -17,7 +17,6 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod export;
-pub mod ledger;
 pub mod mail;
 pub mod notices;
 pub mod notify;

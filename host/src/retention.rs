@@ -18,10 +18,9 @@ use serde::Serialize;
 
 use crate::App;
 use crate::config::RetentionPolicy as Policy;
-use crate::store::{self, Db, now_ms};
+use crate::store::{self, DAY_MS, Db, now_ms};
 
 const HOUR_MS: i64 = 3_600_000;
-const DAY_MS: i64 = 24 * HOUR_MS;
 
 /// What one run removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -12,7 +12,7 @@ use crate::engine::accounting::float;
 use crate::error::ApiResult;
 use crate::store::now_ms;
 
-const DAY_MS: i64 = 86_400_000;
+use crate::store::DAY_MS;
 
 #[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct UserFigures {

@@ -22,7 +22,7 @@ use crate::store::audit::{self, Actor};
 use crate::store::billing::{self as rows, Payment, SubscriptionRow};
 use crate::store::{self, iso8601, new_id, now_ms, users};
 
-pub const DAY_MS: i64 = 86_400_000;
+use crate::store::DAY_MS;
 
 fn cents(value: f64) -> Decimal {
     Decimal::from_f64(value).unwrap_or_default().round_dp(2)

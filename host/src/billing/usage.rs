@@ -7,7 +7,7 @@ use crate::App;
 use crate::error::ApiResult;
 use crate::store::{billing, now_ms};
 
-const DAY_MS: i64 = 86_400_000;
+use crate::store::DAY_MS;
 
 #[derive(Default)]
 pub struct UsageCounter {

@@ -1,9 +1,10 @@
 //! The companion route sets (docs/companion.md): the unversioned backend (A), the mobile gateway
-//! (B) and the graceful restart (C) as adapters over the platform's own domain modules. The
-//! ledger (D) is [`crate::ledger`]; the dashboard and KPI sets (E, F) are [`crate::performance`].
+//! (B), the graceful restart (C) and the ledger (D) as adapters over the platform's own domain
+//! modules and books; the dashboard and KPI sets (E, F) are [`crate::performance`].
 
 pub mod backend;
 pub mod gateway;
+pub mod ledger;
 pub mod restart;
 pub mod safety;
 

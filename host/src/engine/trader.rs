@@ -20,7 +20,7 @@ use crate::store::orders::{self, OrderRow};
 use crate::store::trading::{self, AlarmRow, BotRow};
 use crate::store::{new_id, now_ms, users};
 
-pub const DAY_MS: i64 = 86_400_000;
+pub use crate::store::DAY_MS;
 
 /// Figures kept up to date as trades close, for KPI snapshots and risk checks.
 #[derive(Debug, Clone, Default)]

@@ -22,7 +22,7 @@ use crate::error::ApiResult;
 use crate::store::performance::{self as rows, SnapshotRow};
 use crate::store::{iso8601, new_id, now_ms, trading};
 
-const DAY_MS: i64 = 86_400_000;
+use crate::store::DAY_MS;
 
 /// Whether the tracker task is running (for `/api/performance/status`).
 #[derive(Debug, Default)]

@@ -235,6 +235,9 @@ fn ensure_sqlite_parent_dir(url: &str) -> Result<()> {
     Ok(())
 }
 
+/// A UTC day in milliseconds, the unit of every timestamp.
+pub const DAY_MS: i64 = 86_400_000;
+
 /// Milliseconds since the Unix epoch: the storage form of every timestamp.
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()

@@ -7,10 +7,10 @@ use super::{Json, int_param};
 use crate::App;
 use crate::api::openapi::prelude::*;
 use crate::auth::AuthUser;
-use crate::error::ApiResult;
-use crate::ledger::{
+use crate::companion::ledger::{
     self, Format, Ledger, OpenPositions, StatisticsAnswer, Table, TradeHistory, owner, page,
 };
+use crate::error::ApiResult;
 
 crate::api::handlers![open_positions, history, transactions, statistics, export];
 
