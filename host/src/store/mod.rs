@@ -110,15 +110,17 @@ impl Db {
                     .with_context(|| format!("cannot connect to the {} database", backend.name()))
             }
         };
+        // Every commit durable when it returns: bookings use the same pool.
+        let one_pool = |pool: AnyPool| Self {
+            grouped: pool.clone(),
+            pool,
+            sync: Arc::new(GroupSync::none()),
+            backend,
+        };
         if backend == Backend::Postgres {
             let pool =
                 connect(AnyPoolOptions::new().max_connections(16).min_connections(1)).await?;
-            return Ok(Self {
-                grouped: pool.clone(),
-                pool,
-                sync: Arc::new(GroupSync::none()),
-                backend,
-            });
+            return Ok(one_pool(pool));
         }
         // WAL lets readers run beside the one writer; FULL sync so a commit survives power loss.
         let pool = connect(sqlite_pool(8, "FULL")).await?;
@@ -128,12 +130,7 @@ impl Db {
                 .await?;
         if file.is_empty() || !group_commit {
             // In memory there is one pool, or the two would see two databases.
-            return Ok(Self {
-                grouped: pool.clone(),
-                pool,
-                sync: Arc::new(GroupSync::none()),
-                backend,
-            });
+            return Ok(one_pool(pool));
         }
         // One connection: bookings queue for it in the process instead of in SQLite's busy
         // handler, whose sleeps would idle the writer between them.
