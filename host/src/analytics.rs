@@ -63,14 +63,6 @@ fn by_symbol(tallies: BTreeMap<String, Tally>) -> Vec<(String, Tally)> {
     rows
 }
 
-fn sum<'a>(tallies: impl IntoIterator<Item = &'a Tally>) -> Tally {
-    let mut all = Tally::default();
-    for tally in tallies {
-        all.merge(tally);
-    }
-    all
-}
-
 /// The trades closed from `start` on, tallied per symbol: the whole UTC days after `start`'s
 /// from the account's day totals (`days`, read from that day on), and the part of `start`'s own
 /// day from its trades.
@@ -129,9 +121,12 @@ pub async fn dashboard(app: &App, user: &Principal) -> ApiResult<Dashboard> {
     });
     let positions = engine::reports::positions(app, user, None, None).await?;
     Ok(Dashboard {
-        today: figures(&sum(today.values()), equity_at(today_start)),
-        week: figures(&sum(week.values()), equity_at(week_start)),
-        month: figures(&sum(month.iter().map(|(_, t)| t)), equity_at(month_start)),
+        today: figures(&Tally::sum(today.values()), equity_at(today_start)),
+        week: figures(&Tally::sum(week.values()), equity_at(week_start)),
+        month: figures(
+            &Tally::sum(month.iter().map(|(_, t)| t)),
+            equity_at(month_start),
+        ),
         active_positions: positions.summary.total_positions,
         balance: equity.last().map_or(initial, |p| p.equity),
         top_performer,
@@ -284,7 +279,7 @@ pub async fn trades(
     for trade in &trades {
         symbols.entry(trade.symbol.clone()).or_default().add(trade);
     }
-    let outcomes = sum(symbols.values());
+    let outcomes = Tally::sum(symbols.values());
     let hold: i64 = trades
         .iter()
         .map(|t| (t.closed_at_ms - t.opened_at_ms).max(0))

@@ -68,11 +68,7 @@ pub fn kpi(trader: &Trader, now: i64) -> KpiSnapshot {
         current_drawdown_pct: stats.drawdown_pct(equity),
         max_drawdown_pct: stats.max_drawdown_pct,
         win_rate_pct: stats.trades.win_rate_pct(),
-        profit_factor: if stats.trades.loss < Decimal::ZERO {
-            metrics::finite(float(stats.trades.profit) / -float(stats.trades.loss))
-        } else {
-            0.0
-        },
+        profit_factor: stats.trades.profit_factor(),
         sharpe_ratio: metrics::sharpe(&metrics::daily_returns(&closes)),
         total_trades: stats.trades.trades as u32,
         winning_trades: stats.trades.winners as u32,

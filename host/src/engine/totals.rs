@@ -131,6 +131,15 @@ impl AccountTotals {
         }
     }
 
+    /// Net profit of the winners over the losers' net loss (`metrics::profit_factor`: capped, and
+    /// the cap when nothing was lost but something won).
+    pub fn profit_factor(&self) -> f64 {
+        super::metrics::profit_factor(
+            super::accounting::float(self.profit),
+            super::accounting::float(self.loss),
+        )
+    }
+
     /// Mean hold of a completed trade in milliseconds (0 without trades).
     pub fn avg_hold_ms(&self) -> f64 {
         if self.trades == 0 {
@@ -192,6 +201,15 @@ impl Tally {
     /// Winners as a fraction of the trades (0 without trades).
     pub fn win_rate(&self) -> f64 {
         win_rate(self.winners, self.trades)
+    }
+
+    /// Several groups taken together.
+    pub fn sum<'a>(tallies: impl IntoIterator<Item = &'a Tally>) -> Tally {
+        let mut all = Tally::default();
+        for tally in tallies {
+            all.merge(tally);
+        }
+        all
     }
 }
 
@@ -279,6 +297,13 @@ mod tests {
         assert_eq!(t.best_trade, Some("1.005".parse().unwrap()));
         assert_eq!(t.worst_trade, Some("-0.3".parse().unwrap()));
         assert_eq!(t.win_rate_pct(), 60.0);
+        assert!((t.profit_factor() - 1.305 / 0.3).abs() < 1e-12);
+        // Winners only: the cap, never 0 (a risk rule on a low profit factor must not fire).
+        assert_eq!(
+            totals(&["1", "2"]).profit_factor(),
+            crate::engine::metrics::PROFIT_FACTOR_CAP
+        );
+        assert_eq!(totals(&["0"]).profit_factor(), 0.0);
         assert_eq!(t.avg_pnl(), Some("0.201".parse().unwrap()));
     }
 
@@ -337,6 +362,7 @@ mod tests {
         assert_eq!(a.size_usd, Decimal::from(150));
         let mut b = Tally::default();
         b.add(&trade("5", 2));
+        assert_eq!(Tally::sum([&a, &b]).net_pnl, Decimal::from(6));
         a.merge(&b);
         assert_eq!((a.trades, a.winners), (4, 2));
         assert_eq!(a.win_rate(), 0.5);

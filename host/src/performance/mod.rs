@@ -116,7 +116,7 @@ impl TradeFigures {
             win_rate_pct: t.win_rate_pct(),
             avg_win: mean(t.profit, t.winners),
             avg_loss: mean(-t.loss, t.losers),
-            profit_factor: round2(metrics::profit_factor(float(t.profit), float(t.loss))),
+            profit_factor: round2(t.profit_factor()),
             longest_winning_streak: t.longest_win_streak,
             longest_losing_streak: t.longest_loss_streak,
             avg_hold_hours: round2(t.avg_hold_ms() / 3_600_000.0),
