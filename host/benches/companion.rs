@@ -37,9 +37,10 @@ use tradehost::config::AppConfig;
 use tradehost::engine::accounting::{Fill, OpenRequest, Side, float};
 use tradehost::performance::Kpi;
 use tradehost::store::performance::{self as perf, SnapshotRow};
-use tradehost::store::{iso8601, new_id, now_ms, trading};
+use tradehost::store::{
+    DAY_MS, accounts, bots, iso8601, ledger, new_id, now_ms, positions, trades,
+};
 
-const DAY_MS: i64 = 86_400_000;
 const HOUR_MS: i64 = 3_600_000;
 const MINUTE_MS: i64 = 60_000;
 const BROKER: &str = "paper";
@@ -444,14 +445,14 @@ struct Close {
 async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
     let mut rng = StdRng::seed_from_u64(20_261_122);
     let now = now_ms();
-    let mut account = trading::account(&app.db.pool, user_id)
+    let mut account = accounts::account(&app.db.pool, user_id)
         .await
         .expect("the account")
         .expect("the balance call created the account");
     let initial = float(account.initial_capital);
     let mut tx = app.db.pool.begin().await.expect("a transaction");
     // The bot that made them, stopped, so the status routes show its figures.
-    let bot = trading::BotRow {
+    let bot = bots::BotRow {
         user_id: user_id.to_string(),
         id: new_id(),
         status: "stopped".into(),
@@ -466,7 +467,7 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
         strategy_state: String::new(),
         last_error: None,
     };
-    trading::upsert_bot(&mut *tx, &bot, now)
+    bots::upsert_bot(&mut *tx, &bot, now)
         .await
         .expect("the bot row");
     let mut events = Vec::with_capacity(2 * trades + OPEN_POSITIONS);
@@ -502,10 +503,10 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
             },
             fill(quantity, entry, opened_at),
         );
-        trading::insert_position(&mut *tx, user_id, &position, opened_at)
+        positions::insert_position(&mut *tx, user_id, &position, opened_at)
             .await
             .expect("a position");
-        trading::insert_ledger(&mut *tx, user_id, &new_id(), Some(&new_id()), &open)
+        ledger::insert_ledger(&mut *tx, user_id, &new_id(), Some(&new_id()), &open)
             .await
             .expect("a ledger row");
         events.push(Event {
@@ -527,13 +528,13 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
             new_id(),
             new_id(),
         );
-        trading::update_position(&mut *tx, &position, closed_at)
+        positions::update_position(&mut *tx, &position, closed_at)
             .await
             .expect("the position closes");
-        trading::insert_ledger(&mut *tx, user_id, &new_id(), Some(&new_id()), &close)
+        ledger::insert_ledger(&mut *tx, user_id, &new_id(), Some(&new_id()), &close)
             .await
             .expect("a ledger row");
-        trading::insert_trade(&mut tx, user_id, &trade)
+        trades::insert_trade(&mut tx, user_id, &trade)
             .await
             .expect("a trade");
         events.push(Event {
@@ -571,10 +572,10 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
             },
             fill(dec(*size, 8), entry, opened_at),
         );
-        trading::insert_position(&mut *tx, user_id, &position, opened_at)
+        positions::insert_position(&mut *tx, user_id, &position, opened_at)
             .await
             .expect("a position");
-        trading::insert_ledger(&mut *tx, user_id, &new_id(), Some(&new_id()), &open)
+        ledger::insert_ledger(&mut *tx, user_id, &new_id(), Some(&new_id()), &open)
             .await
             .expect("a ledger row");
         positions_value += side_sign(side) * float(open.notional);
@@ -587,7 +588,7 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
             open_positions: n + 1,
         });
     }
-    trading::update_account(&mut *tx, user_id, &account, now)
+    accounts::update_account(&mut *tx, user_id, &account, now)
         .await
         .expect("the account");
 

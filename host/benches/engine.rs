@@ -14,93 +14,25 @@
 //! `BENCH_BOTS` (default 2000) and `BENCH_SECS` (default 10) change the size; `DATABASE_URL`
 //! points it at PostgreSQL.
 
-use std::collections::BTreeMap;
+mod support;
+
 use std::time::{Duration, Instant};
 
+use support::{configure, env_or, start_bots, upload};
 use tradehost::App;
-use tradehost::auth::ClientMeta;
-use tradehost::auth::sessions::Principal;
-use tradehost::config::AppConfig;
-use tradehost::engine::{self, StartRequest};
-use tradehost::plugins::manifest::Manifest;
-use tradehost::store::{now_ms, users};
+use tradehost::engine;
 
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
+/// The server with scans every 50 ms (each bot is due at every tick) and group commit as given.
 async fn app(dir: &std::path::Path, group_commit: bool) -> App {
-    let data_dir = dir.to_string_lossy().to_string();
-    let database_url = std::env::var("DATABASE_URL").ok();
-    let lookup = move |name: &str| match name {
-        "TRADEHOST_GROUP_COMMIT" => Some(group_commit.to_string()),
-        "TRADEHOST_DATA_DIR" => Some(data_dir.clone()),
-        "TRADEHOST_SCAN_INTERVAL" => Some("0.05".into()),
-        "DATABASE_URL" => database_url.clone(),
-        "JWT_SECRET_KEY" => Some("benchmark-secret-benchmark-secret-0123".into()),
-        "VAULT_ENCRYPTION_KEY" => Some("00".repeat(32)),
-        _ => None,
-    };
-    let figment = AppConfig::rocket_figment(&lookup).unwrap();
-    let config = AppConfig::load(&figment, &lookup).unwrap();
-    App::init(config).await.unwrap()
-}
-
-/// Creates `count` users, each with a paper connection and a started bot.
-async fn start_bots(app: &App, count: u64, strategy: &str) {
-    let now = now_ms();
-    for n in 0..count {
-        let id = uuid::Uuid::new_v4().to_string();
-        let email = format!("bench-{n}-{id}@example.com");
-        users::insert(
-            &app.db.pool,
-            &users::NewUser {
-                id: &id,
-                email: &email,
-                full_name: "Bench",
-                password_hash: "not-a-login",
-                role: "user",
-                trial_ends_at: Some(now + 86_400_000),
-                created_at: now,
-            },
-        )
-        .await
-        .unwrap();
-        // The top tier, so the daily trade limit does not end the churn within the run.
-        sqlx::query("UPDATE users SET subscription_tier = 'enterprise' WHERE id = $1")
-            .bind(&id)
-            .execute(&app.db.pool)
-            .await
-            .unwrap();
-        let user = Principal::of_user(users::by_id(&app.db.pool, &id).await.unwrap().unwrap());
-        let meta = ClientMeta {
-            ip: None,
-            user_agent: None,
-        };
-        let connection = serde_json::from_value(serde_json::json!({
-            "broker": "paper", "api_key": "bench-key", "api_secret": "bench-secret"
-        }))
-        .unwrap();
-        tradehost::brokers::add(app, &user, &meta, connection)
-            .await
-            .unwrap();
-        let start: StartRequest = serde_json::from_value(serde_json::json!({
-            "broker": "paper", "risk_profile": "high", "symbols": ["BTC-USD", "ETH-USD"], "strategy": strategy
-        }))
-        .unwrap();
-        engine::start(app, &user, start).await.unwrap();
-    }
-}
-
-async fn configure(app: &App, name: &str, values: &[(&str, &str)]) {
-    let values: BTreeMap<String, String> = values
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    app.plugins.configure(name, values).await.unwrap();
+    let group_commit = group_commit.to_string();
+    support::app(
+        dir,
+        &[
+            ("TRADEHOST_SCAN_INTERVAL", "0.05"),
+            ("TRADEHOST_GROUP_COMMIT", &group_commit),
+        ],
+    )
+    .await
 }
 
 async fn measure(app: &App, label: &str, secs: u64) {
@@ -148,17 +80,12 @@ fn main() {
         // No trades: the strict risk rule denies every order on a market that barely moves.
         let dir = tempfile::tempdir().unwrap();
         let app = app(dir.path(), true).await;
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let wasm = std::fs::read(
-            root.join("plugins/target/wasm32-wasip2/release/risk_guards_strict.wasm"),
+        let version = upload(
+            &app,
+            "plugins/testing/risk-guards-strict",
+            "risk_guards_strict.wasm",
         )
-        .unwrap();
-        let manifest_text =
-            std::fs::read_to_string(root.join("plugins/testing/risk-guards-strict/plugin.toml"))
-                .unwrap();
-        let manifest = Manifest::from_toml(&manifest_text).unwrap();
-        let version = manifest.version.clone();
-        app.plugins.upload(&wasm, manifest, None).await.unwrap();
+        .await;
         app.plugins.activate("risk-guards", &version).await.unwrap();
         configure(&app, "paper", &[("speed", "0.001")]).await;
         start_bots(&app, bots, "ema-cross").await;
@@ -172,16 +99,7 @@ fn main() {
         ] {
             let dir = tempfile::tempdir().unwrap();
             let app = self::app(dir.path(), group_commit).await;
-            let manifest_text =
-                std::fs::read_to_string(root.join("plugins/testing/guest-churn/plugin.toml"))
-                    .unwrap();
-            let wasm =
-                std::fs::read(root.join("plugins/target/wasm32-wasip2/release/guest_churn.wasm"))
-                    .unwrap();
-            app.plugins
-                .upload(&wasm, Manifest::from_toml(&manifest_text).unwrap(), None)
-                .await
-                .unwrap();
+            upload(&app, "plugins/testing/guest-churn", "guest_churn.wasm").await;
             start_bots(&app, bots, "guest-churn").await;
             measure(&app, label, secs).await;
             println!("{label}: {} log flushes", app.db.sync.flushes());

@@ -15,7 +15,7 @@ use crate::engine::totals::{DayTotals, Tally, utc_day};
 use crate::engine::{self, metrics};
 use crate::error::{ApiError, ApiResult};
 use crate::store::now_ms;
-use crate::store::{DAY_MS, totals, trading};
+use crate::store::{DAY_MS, totals, trades};
 
 #[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct PeriodFigures {
@@ -83,7 +83,7 @@ async fn tally_since(
     }
     if !whole_first_day {
         let next_day = (first_day + 1) * DAY_MS;
-        for trade in trading::trades_between(&app.db.pool, user_id, start, next_day).await? {
+        for trade in trades::trades_between(&app.db.pool, user_id, start, next_day).await? {
             tallies.entry(trade.symbol.clone()).or_default().add(&trade);
         }
     }
@@ -243,7 +243,7 @@ pub async fn trades(
     group_by: Option<GroupBy>,
 ) -> ApiResult<TradeAnalytics> {
     let symbol = symbol.map(str::to_uppercase);
-    let all = trading::trades_since(&app.db.pool, &user.user_id, period.since(now_ms())).await?;
+    let all = trades::trades_since(&app.db.pool, &user.user_id, period.since(now_ms())).await?;
     let trades: Vec<&CompletedTrade> = all
         .iter()
         .filter(|t| symbol.as_deref().is_none_or(|s| t.symbol == s))

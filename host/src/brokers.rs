@@ -328,7 +328,7 @@ pub async fn remove(
         ));
     }
     let open_positions =
-        store::trading::count_open_positions(&app.db.pool, &user.user_id, Some(&row.name)).await?;
+        store::positions::count_open(&app.db.pool, Some(&user.user_id), Some(&row.name)).await?;
     let mut tx = app.db.begin().await?;
     rows::delete(&mut *tx, &user.user_id, broker_id).await?;
     audit::record(

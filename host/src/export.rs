@@ -15,7 +15,7 @@ use crate::csv_cells;
 use crate::engine::{metrics, reports};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::plugins::registry::sha256_hex;
-use crate::store::trading::{self, TradeFilter};
+use crate::store::{Filter, ledger, trades};
 use crate::store::{iso8601, new_id, now_ms};
 
 pub const LINK_LIFETIME_MS: i64 = 15 * 60 * 1000;
@@ -62,7 +62,7 @@ async fn rows(
     app: &App,
     user: &Principal,
     request: &ExportRequest,
-    filter: &TradeFilter,
+    filter: &Filter,
 ) -> ApiResult<Vec<Value>> {
     let user_id = &user.user_id;
     Ok(match request.data_type.as_str() {
@@ -83,9 +83,9 @@ async fn rows(
                 }
             }
             if want_closed {
-                let (trades, _) = trading::trades(&app.db, user_id, filter, MAX_ROWS, 0).await?;
+                let trades = trades::page(&app.db, filter, Some(MAX_ROWS), 0).await?;
                 for t in trades.iter().rev() {
-                    let r = reports::trade_record(t);
+                    let r = reports::trade_record(&t.row);
                     out.push(json!({
                         "trade_id": r.trade_id, "status": "closed", "symbol": r.symbol, "side": r.side,
                         "quantity": r.quantity, "entry_price": r.entry_price, "exit_price": r.exit_price,
@@ -98,7 +98,7 @@ async fn rows(
             out
         }
         "ledger" => {
-            let (rows, _) = trading::ledger(&app.db, user_id, filter, MAX_ROWS, 0).await?;
+            let rows = ledger::page(&app.db, filter, Some(MAX_ROWS), 0).await?;
             rows.into_iter()
                 .rev()
                 .map(|e| {
@@ -113,7 +113,7 @@ async fn rows(
         }
         "daily_pnl" => {
             let trades =
-                trading::trades_since(&app.db.pool, user_id, filter.from_ms.unwrap_or(0)).await?;
+                trades::trades_since(&app.db.pool, user_id, filter.from_ms.unwrap_or(0)).await?;
             let closed: Vec<_> = trades
                 .iter()
                 .filter(|t| filter.until_ms.is_none_or(|until| t.closed_at_ms <= until))
@@ -214,7 +214,8 @@ pub async fn create(
     {
         return Err(ApiError::invalid_field("end_date", "before start_date"));
     }
-    let filter = TradeFilter {
+    let filter = Filter {
+        user_id: Some(user.user_id.clone()),
         symbol: None,
         from_ms,
         until_ms,

@@ -15,7 +15,7 @@ use crate::engine::accounting::float;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::audit::{self, Actor};
 use crate::store::users::{self, UserFilter};
-use crate::store::{brokers, iso8601, now_ms, sessions, totals, trading};
+use crate::store::{accounts, bots, brokers, iso8601, now_ms, positions, sessions, totals};
 
 pub const USERS_DEFAULT_PER_PAGE: i64 = 50;
 pub const USERS_MAX_PER_PAGE: i64 = 100;
@@ -148,7 +148,7 @@ pub async fn detail(app: &App, user_id: &str) -> ApiResult<UserDetail> {
         .ok_or_else(|| ApiError::new(ErrorCode::NotFound, "User not found"))?;
     let entitlement = Entitlement::of(&user, now_ms());
     let totals = totals::get(db, user_id).await?;
-    let account = trading::account(db, user_id).await?;
+    let account = accounts::account(db, user_id).await?;
     let connections = brokers::list(db, user_id).await?;
     Ok(UserDetail {
         user: UserRecord {
@@ -173,8 +173,8 @@ pub async fn detail(app: &App, user_id: &str) -> ApiResult<UserDetail> {
                     .as_ref()
                     .map_or(0.0, |a| float(a.realized_pnl - a.fees_paid)),
                 win_rate: totals.win_rate(),
-                active_positions: trading::count_open_positions(db, user_id, None).await?,
-                bot_status: trading::bot(db, user_id)
+                active_positions: positions::count_open(db, Some(user_id), None).await?,
+                bot_status: bots::bot(db, user_id)
                     .await?
                     .map_or("stopped".to_string(), |bot| bot.status),
             },

@@ -894,7 +894,7 @@ async fn peak_concurrent(app: &App, user_id: &str, since: i64) -> ApiResult<i64>
         }
     }
     let still_open =
-        crate::store::trading::count_open_positions(&app.db.pool, user_id, None).await? as usize;
+        crate::store::positions::count_open(&app.db.pool, Some(user_id), None).await? as usize;
     Ok(peak.max(still_open) as i64)
 }
 

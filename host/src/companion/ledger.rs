@@ -10,11 +10,13 @@ use crate::App;
 use crate::auth::Principal;
 use crate::csv_cells;
 use crate::engine::accounting::float;
+use crate::engine::accounting::{CompletedTrade, Position};
 use crate::engine::totals::AccountTotals;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::pdf;
-use crate::store::ledger::{self as rows, Scope};
+use crate::store::ledger::LedgerRow;
 use crate::store::totals;
+use crate::store::{Filter, Owned, ledger, positions, trades};
 use crate::store::{iso8601, now_ms};
 
 /// Whose books a request reads: its own, or (admins only) one user's or everyone's.
@@ -50,12 +52,13 @@ pub fn owner(user: &Principal, requested: Option<&str>) -> ApiResult<Owner> {
     }
 }
 
-fn scope(owner: &Owner, symbol: Option<&str>) -> Scope {
-    Scope {
+fn scope(owner: &Owner, symbol: Option<&str>) -> Filter {
+    Filter {
         user_id: owner.user_id.clone(),
         symbol: symbol
             .map(|s| s.trim().to_uppercase())
             .filter(|s| !s.is_empty()),
+        ..Filter::default()
     }
 }
 
@@ -128,89 +131,78 @@ fn dec(text: &str) -> ApiResult<Decimal> {
         .map_err(|_| ApiError::internal(format!("a stored amount is not a decimal: {text:?}")))
 }
 
-fn opt_dec(text: &Option<String>) -> ApiResult<Cell> {
-    Ok(match text {
-        Some(text) => Cell::Decimal(dec(text)?),
-        None => Cell::Null,
-    })
-}
-
 fn upper(text: &str) -> Cell {
     Cell::Text(text.to_uppercase())
 }
 
-fn position_record(p: rows::OpenPositionRow) -> ApiResult<Record> {
-    let entry_price = dec(&p.entry_price)?;
-    let quantity = dec(&p.quantity)?;
-    let entry_time = Cell::Text(iso8601(p.opened_at));
-    Ok(Record(vec![
+fn position_record(owned: Owned<Position>) -> Record {
+    let Owned { user_id, row: p } = owned;
+    let entry_time = Cell::Text(iso8601(p.opened_at_ms));
+    Record(vec![
         ("id", Cell::Text(p.id.clone())),
         ("position_id", Cell::Text(p.id)),
-        ("user_id", Cell::Text(p.user_id)),
+        ("user_id", Cell::Text(user_id)),
         ("symbol", Cell::Text(p.symbol)),
-        ("side", upper(&p.side)),
-        ("entry_price", Cell::Decimal(entry_price)),
-        ("quantity", Cell::Decimal(quantity)),
+        ("side", upper(p.side.as_str())),
+        ("entry_price", Cell::Decimal(p.entry_price)),
+        ("quantity", Cell::Decimal(p.quantity)),
         (
             "size_usd",
-            Cell::Decimal((entry_price * quantity).round_dp(8)),
+            Cell::Decimal((p.entry_price * p.quantity).round_dp(8)),
         ),
-        ("stop_loss", opt_dec(&p.stop_loss)?),
-        ("take_profit_1", opt_dec(&p.take_profit)?),
+        ("stop_loss", p.stop_loss.map_or(Cell::Null, Cell::Decimal)),
+        (
+            "take_profit_1",
+            p.take_profit.map_or(Cell::Null, Cell::Decimal),
+        ),
         ("take_profit_2", Cell::Null),
         ("take_profit_3", Cell::Null),
-        ("entry_fee", Cell::Decimal(dec(&p.entry_fees)?)),
+        ("entry_fee", Cell::Decimal(p.entry_fees)),
         ("entry_time", entry_time.clone()),
         ("status", Cell::Text("open".into())),
         ("notes", Cell::Null),
         ("created_at", entry_time),
         ("position_source", Cell::Text("strategy".into())),
-    ]))
+    ])
 }
 
-fn trade_record(t: rows::TradeRow) -> ApiResult<Record> {
-    let size = dec(&t.size_usd)?;
-    let fees = dec(&t.fees)?;
-    let entry_fee = t.entry_fee.as_deref().map(dec).transpose()?;
-    let net = dec(&t.net_pnl)?;
-    let profit_pct = if size.is_zero() {
+fn trade_record(owned: Owned<CompletedTrade>) -> Record {
+    let Owned { user_id, row: t } = owned;
+    let profit_pct = if t.size_usd.is_zero() {
         Decimal::ZERO
     } else {
-        (net / size * Decimal::ONE_HUNDRED).round_dp(4)
+        (t.net_pnl / t.size_usd * Decimal::ONE_HUNDRED).round_dp(4)
     };
-    let exit_time = Cell::Text(iso8601(t.closed_at));
-    Ok(Record(vec![
+    let exit_time = Cell::Text(iso8601(t.closed_at_ms));
+    Record(vec![
         ("id", Cell::Text(t.id)),
         ("position_id", Cell::Text(t.position_id)),
-        ("user_id", Cell::Text(t.user_id)),
+        ("user_id", Cell::Text(user_id)),
         ("symbol", Cell::Text(t.symbol)),
-        ("side", upper(&t.side)),
-        ("entry_price", Cell::Decimal(dec(&t.entry_price)?)),
-        ("exit_price", Cell::Decimal(dec(&t.exit_price)?)),
-        ("quantity", Cell::Decimal(dec(&t.quantity)?)),
-        ("size_usd", Cell::Decimal(size)),
-        ("entry_fee", entry_fee.map_or(Cell::Null, Cell::Decimal)),
-        (
-            "exit_fee",
-            entry_fee.map_or(Cell::Null, |e| Cell::Decimal(fees - e)),
-        ),
-        ("total_fees", Cell::Decimal(fees)),
-        ("gross_profit", Cell::Decimal(dec(&t.gross_pnl)?)),
-        ("net_profit", Cell::Decimal(net)),
+        ("side", upper(t.side.as_str())),
+        ("entry_price", Cell::Decimal(t.entry_price)),
+        ("exit_price", Cell::Decimal(t.exit_price)),
+        ("quantity", Cell::Decimal(t.quantity)),
+        ("size_usd", Cell::Decimal(t.size_usd)),
+        ("entry_fee", Cell::Decimal(t.entry_fee)),
+        ("exit_fee", Cell::Decimal(t.fees - t.entry_fee)),
+        ("total_fees", Cell::Decimal(t.fees)),
+        ("gross_profit", Cell::Decimal(t.gross_pnl)),
+        ("net_profit", Cell::Decimal(t.net_pnl)),
         ("profit_pct", Cell::Decimal(profit_pct)),
-        ("entry_time", Cell::Text(iso8601(t.opened_at))),
+        ("entry_time", Cell::Text(iso8601(t.opened_at_ms))),
         ("exit_time", exit_time.clone()),
         (
             "duration_seconds",
-            Cell::Number((t.closed_at - t.opened_at).max(0) as f64 / 1000.0),
+            Cell::Number((t.closed_at_ms - t.opened_at_ms).max(0) as f64 / 1000.0),
         ),
         ("exit_reason", Cell::Text(t.exit_reason)),
         ("notes", Cell::Null),
         ("created_at", exit_time),
-    ]))
+    ])
 }
 
-fn ledger_record(l: rows::LedgerRow) -> ApiResult<Record> {
+fn ledger_record(l: LedgerRow) -> ApiResult<Record> {
     let at = Cell::Text(iso8601(l.created_at));
     Ok(Record(vec![
         ("id", Cell::Text(l.id)),
@@ -247,11 +239,11 @@ pub async fn open_positions(
     owner: &Owner,
     symbol: Option<&str>,
 ) -> ApiResult<OpenPositions> {
-    let positions = rows::open_positions(&app.db, &scope(owner, symbol))
+    let positions: Vec<Record> = positions::open_owned(&app.db, &scope(owner, symbol))
         .await?
         .into_iter()
         .map(position_record)
-        .collect::<ApiResult<Vec<_>>>()?;
+        .collect();
     Ok(OpenPositions {
         count: positions.len(),
         positions,
@@ -308,7 +300,7 @@ async fn statistics_of(app: &App, owner: &Owner) -> ApiResult<Statistics> {
         best_trade: totals.best_trade.map(float),
         worst_trade: totals.worst_trade.map(float),
         total_fees: float(totals.fees),
-        open_positions: rows::count_open_positions(&app.db, owner.user_id.as_deref()).await?,
+        open_positions: positions::count_open(&app.db.pool, owner.user_id.as_deref(), None).await?,
         win_rate: totals.win_rate_pct(),
     })
 }
@@ -328,11 +320,11 @@ pub async fn history(
     limit: i64,
     offset: i64,
 ) -> ApiResult<TradeHistory> {
-    let trades = rows::trades(&app.db, &scope(owner, symbol), Some(limit), offset)
+    let trades: Vec<Record> = trades::page(&app.db, &scope(owner, symbol), Some(limit), offset)
         .await?
         .into_iter()
         .map(trade_record)
-        .collect::<ApiResult<Vec<_>>>()?;
+        .collect();
     Ok(TradeHistory {
         count: trades.len(),
         trades,
@@ -354,7 +346,7 @@ pub async fn ledger(
     symbol: Option<&str>,
     limit: i64,
 ) -> ApiResult<Ledger> {
-    let transactions = rows::ledger(&app.db, &scope(owner, symbol), Some(limit))
+    let transactions = ledger::page(&app.db, &scope(owner, symbol), Some(limit), 0)
         .await?
         .into_iter()
         .map(ledger_record)
@@ -552,21 +544,21 @@ const EXPORT_ROWS: i64 = 100_000;
 async fn records(app: &App, owner: &Owner, table: Table) -> ApiResult<Vec<Record>> {
     let all = scope(owner, None);
     match table {
-        Table::TradeLedger => rows::ledger(&app.db, &all, Some(EXPORT_ROWS))
+        Table::TradeLedger => ledger::page(&app.db, &all, Some(EXPORT_ROWS), 0)
             .await?
             .into_iter()
             .map(ledger_record)
             .collect(),
-        Table::OpenPositions => rows::open_positions(&app.db, &all)
+        Table::OpenPositions => Ok(positions::open_owned(&app.db, &all)
             .await?
             .into_iter()
             .map(position_record)
-            .collect(),
-        Table::CompletedTrades => rows::trades(&app.db, &all, Some(EXPORT_ROWS), 0)
+            .collect()),
+        Table::CompletedTrades => Ok(trades::page(&app.db, &all, Some(EXPORT_ROWS), 0)
             .await?
             .into_iter()
             .map(trade_record)
-            .collect(),
+            .collect()),
     }
 }
 
@@ -741,7 +733,7 @@ mod tests {
                 let price = base * (1.0 + 0.03 * (index as f64 * 0.37).sin());
                 let quantity = 2_500.0 / base * (1.0 + (index % 7) as f64 / 10.0);
                 let notional = price * quantity;
-                ledger_record(rows::LedgerRow {
+                ledger_record(LedgerRow {
                     id: uuid::Uuid::new_v4().to_string(),
                     user_id: "u1".into(),
                     order_id: uuid::Uuid::new_v4().to_string(),
@@ -753,7 +745,11 @@ mod tests {
                     price: format!("{price:.4}"),
                     notional: format!("{notional:.2}"),
                     fee: format!("{:.4}", notional * 0.001),
+                    broker: "paper".into(),
+                    realized_pnl: "0".into(),
+                    cash_after: "0".into(),
                     created_at: 1_767_225_600_000 + index as i64 * 37_000,
+                    entry_fee: None,
                 })
                 .unwrap()
             })

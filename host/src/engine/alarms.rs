@@ -19,7 +19,7 @@ use crate::notices::{self, AlarmNotice, Kind};
 use crate::plugins::PluginKind;
 use crate::plugins::bindings::types::{self as wire, AlarmLevel, KpiSnapshot};
 use crate::plugins::off_thread as blocking;
-use crate::store::trading::{self, AlarmRow};
+use crate::store::{alarms, alarms::AlarmRow};
 use crate::store::{iso8601, new_id};
 
 /// An alarm type does not fire again within this long (decisions.md).
@@ -104,7 +104,7 @@ fn level_name(level: AlarmLevel) -> &'static str {
 /// Saves a raised alarm and records its notice, in one transaction.
 async fn save_raised(app: &App, user_id: &str, row: &AlarmRow) -> sqlx::Result<()> {
     let mut tx = app.db.begin().await?;
-    trading::insert_alarm(&mut *tx, user_id, row).await?;
+    alarms::insert_alarm(&mut *tx, user_id, row).await?;
     let notice = AlarmNotice {
         alarm_id: &row.id,
         alarm_type: &row.alarm_type,
@@ -182,7 +182,7 @@ pub async fn evaluate_alarms(app: &App, trader: &mut Trader, now: i64) -> Result
         .collect();
     for alarm_type in cleared {
         if let Some(mut alarm) = trader.active_alarms.remove(&alarm_type) {
-            trading::clear_alarm(db, &alarm.id, now)
+            alarms::clear_alarm(db, &alarm.id, now)
                 .await
                 .map_err(|err| err.to_string())?;
             alarm.status = "cleared".into();
@@ -301,7 +301,7 @@ pub async fn clear(
     now: i64,
 ) -> Result<(), String> {
     if let Some(mut alarm) = trader.active_alarms.remove(alarm_type) {
-        trading::clear_alarm(&app.db.pool, &alarm.id, now)
+        alarms::clear_alarm(&app.db.pool, &alarm.id, now)
             .await
             .map_err(|err| err.to_string())?;
         alarm.status = "cleared".into();

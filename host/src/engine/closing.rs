@@ -15,7 +15,7 @@ use super::trader::Trader;
 use crate::App;
 use crate::events::Channel;
 use crate::plugins::bindings::types::AlarmLevel;
-use crate::store::{new_id, now_ms, trading};
+use crate::store::{new_id, now_ms, positions};
 
 /// The wait after the first failed attempt; it doubles with each further one.
 const FIRST_RETRY_MS: i64 = 1_000;
@@ -55,7 +55,7 @@ async fn save(
         return Ok(());
     };
     position.closing = Some(closing);
-    trading::update_closing(&app.db.pool, position, now_ms())
+    positions::update_closing(&app.db.pool, position, now_ms())
         .await
         .map_err(|err| format!("saving a close request: {err}"))
 }

@@ -12,7 +12,7 @@ use crate::auth::sessions::Principal;
 use crate::error::ApiResult;
 use crate::events::Channel;
 use crate::notices::{self, KillSwitchNotice};
-use crate::store::trading;
+use crate::store::{bots, flags, positions};
 use crate::store::{iso8601, now_ms};
 
 pub const FLAG: &str = "kill_switch";
@@ -26,7 +26,7 @@ const FRESH_MS: i64 = 250;
 
 /// Whether the kill switch is on, read from the database (another instance may have set it).
 pub async fn active(app: &App) -> ApiResult<bool> {
-    let on = trading::flag(&app.db.pool, FLAG).await?.is_some();
+    let on = flags::flag(&app.db.pool, FLAG).await?.is_some();
     app.engine.kill_switch_seen.store(now_ms(), on);
     Ok(on)
 }
@@ -119,7 +119,7 @@ pub async fn activate(
         activated_at: Some(iso8601(now)),
     };
     let mut tx = app.db.begin().await?;
-    trading::set_flag(
+    flags::set_flag(
         &mut *tx,
         FLAG,
         &serde_json::to_string(&state).expect("state serialises"),
@@ -142,7 +142,7 @@ pub async fn activate(
     app.engine.kill_switch_seen.store(now_ms(), true);
 
     // Every bot the database knows as active, plus any loaded in memory.
-    let mut user_ids: Vec<String> = trading::resumable_bots(&app.db.pool)
+    let mut user_ids: Vec<String> = bots::resumable_bots(&app.db.pool)
         .await?
         .into_iter()
         .map(|bot| bot.user_id)
@@ -154,7 +154,7 @@ pub async fn activate(
     }
     // Closing everything reaches positions whose bot is not running too.
     if request.close_all_positions {
-        for user_id in trading::users_with_open_positions(&app.db.pool).await? {
+        for user_id in positions::users_with_open_positions(&app.db.pool).await? {
             if !user_ids.contains(&user_id) {
                 user_ids.push(user_id);
             }
@@ -256,7 +256,7 @@ pub async fn activate(
 }
 
 pub async fn state(app: &App) -> ApiResult<KillSwitchState> {
-    Ok(match trading::flag(&app.db.pool, FLAG).await? {
+    Ok(match flags::flag(&app.db.pool, FLAG).await? {
         Some(value) => serde_json::from_str(&value).unwrap_or(KillSwitchState {
             active: true,
             reason: None,
@@ -278,7 +278,7 @@ pub async fn deactivate(
     meta: &crate::auth::ClientMeta,
 ) -> ApiResult<KillSwitchState> {
     let mut tx = app.db.begin().await?;
-    let was_active = trading::clear_flag(&mut *tx, FLAG).await?;
+    let was_active = flags::clear_flag(&mut *tx, FLAG).await?;
     crate::store::audit::record(
         &mut *tx,
         "admin.kill_switch_deactivated",

@@ -46,7 +46,7 @@ use crate::error::ApiResult;
 use crate::events::Channel;
 use crate::notices;
 use crate::plugins::bindings::broker::Credentials;
-use crate::store::trading;
+use crate::store::bots;
 use crate::store::{iso8601, now_ms};
 pub use control::*;
 pub use scheduler::run;
@@ -240,14 +240,14 @@ pub(crate) fn publish_status(app: &App, trader: &Trader, message: &str) {
 
 async fn persist(app: &App, trader: &mut Trader) -> ApiResult<()> {
     let now = now_ms();
-    trading::upsert_bot(&app.db.pool, &trader.bot, now).await?;
+    bots::upsert_bot(&app.db.pool, &trader.bot, now).await?;
     trader.last_persisted_at = now;
     Ok(())
 }
 
 /// Resumes the bots that were running (or starting, or paused) when the server stopped.
 pub async fn resume_all(app: &App) -> anyhow::Result<usize> {
-    let bots = trading::resumable_bots(&app.db.pool).await?;
+    let bots = bots::resumable_bots(&app.db.pool).await?;
     let count = bots.len();
     for bot in bots {
         let cell = app.engine.cell(&bot.user_id);
@@ -258,7 +258,7 @@ pub async fn resume_all(app: &App) -> anyhow::Result<usize> {
 
 /// Whether the user's bot is active on `broker` (such a connection must not be removed).
 pub async fn bot_uses_broker(app: &App, user_id: &str, broker: &str) -> ApiResult<bool> {
-    let bot = trading::bot(&app.db.pool, user_id).await?;
+    let bot = bots::bot(&app.db.pool, user_id).await?;
     Ok(bot.is_some_and(|bot| bot.broker == broker && BotStatus::parse(&bot.status).is_scanned()))
 }
 

@@ -33,7 +33,9 @@ use crate::plugins::bindings::types::{
 use crate::plugins::{PluginKind, decimal, off_thread};
 use crate::store::orders::{self as rows, FillRow, OrderRow, OrderUpdate};
 use crate::store::reconciliation as baseline_rows;
-use crate::store::{iso8601, new_id, now_ms, signals as signal_rows, trading};
+use crate::store::{
+    accounts, iso8601, ledger, new_id, now_ms, positions, signals as signal_rows, trades,
+};
 
 /// The first check of a live order; later ones back off from it.
 const FIRST_CHECK_MS: i64 = 100;
@@ -629,7 +631,7 @@ pub async fn record(
                 new_id(),
                 String::new(),
             );
-            trading::update_position(&mut *tx, &position, now)
+            positions::update_position(&mut *tx, &position, now)
                 .await
                 .map_err(db_err)?;
             touched.insert(position_id.clone(), position);
@@ -638,7 +640,7 @@ pub async fn record(
             match current {
                 Some(mut position) => {
                     let entry = account.add(&mut position, fill, new_id());
-                    trading::update_position(&mut *tx, &position, now)
+                    positions::update_position(&mut *tx, &position, now)
                         .await
                         .map_err(db_err)?;
                     touched.insert(position_id.clone(), position);
@@ -668,7 +670,7 @@ pub async fn record(
                         },
                         fill,
                     );
-                    trading::insert_position(&mut *tx, &trader.user_id, &position, now)
+                    positions::insert_position(&mut *tx, &trader.user_id, &position, now)
                         .await
                         .map_err(db_err)?;
                     opened = Some(position_id.clone());
@@ -677,7 +679,7 @@ pub async fn record(
                 }
             }
         };
-        trading::insert_ledger(
+        ledger::insert_ledger(
             &mut *tx,
             &trader.user_id,
             &order.id,
@@ -743,10 +745,10 @@ pub async fn record(
             new_id(),
             String::new(),
         );
-        trading::update_position(&mut *tx, &position, now)
+        positions::update_position(&mut *tx, &position, now)
             .await
             .map_err(db_err)?;
-        trading::insert_ledger(&mut *tx, &trader.user_id, &order.id, None, &entry)
+        ledger::insert_ledger(&mut *tx, &trader.user_id, &order.id, None, &entry)
             .await
             .map_err(db_err)?;
         let asset = instruments::asset_of(&order.symbol);
@@ -801,7 +803,7 @@ pub async fn record(
     // A closing order that ended books its completed trade (its fills taken together).
     let mut trade = None;
     if order.is_close() && next.is_final() && status.is_live() {
-        let closes = trading::closes_of_order(&mut *tx, &order.id)
+        let closes = ledger::closes_of_order(&mut *tx, &order.id)
             .await
             .map_err(db_err)?;
         let position = touched
@@ -816,7 +818,7 @@ pub async fn record(
                 &closes,
             )
         {
-            trading::insert_trade(&mut tx, &trader.user_id, &done)
+            trades::insert_trade(&mut tx, &trader.user_id, &done)
                 .await
                 .map_err(db_err)?;
             trade = Some(done);
@@ -841,7 +843,7 @@ pub async fn record(
         .map_err(db_err)?;
     }
     if !new_entries.is_empty() {
-        trading::update_account(&mut *tx, &trader.user_id, &account, now)
+        accounts::update_account(&mut *tx, &trader.user_id, &account, now)
             .await
             .map_err(db_err)?;
     }

@@ -32,7 +32,7 @@ use crate::plugins::bindings::types::{self as wire, AlarmLevel, BrokerError, Ord
 use crate::plugins::{PluginKind, decimal, off_thread};
 use crate::store::orders::{self as order_rows, OrderRow};
 use crate::store::reconciliation::{self as rows, DiscrepancyRow};
-use crate::store::{audit, iso8601, new_id, now_ms, trading};
+use crate::store::{accounts, audit, iso8601, ledger, new_id, now_ms, positions, trades};
 
 /// How long an order the venue does not know may still be arriving there.
 const NOT_FOUND_GRACE_MS: i64 = 5_000;
@@ -783,10 +783,10 @@ async fn write_off(
     .ok_or("nothing to write off")?;
     let db_err = |e: sqlx::Error| e.to_string();
     let mut tx = app.db.begin().await.map_err(db_err)?;
-    trading::update_position(&mut *tx, &position, now)
+    positions::update_position(&mut *tx, &position, now)
         .await
         .map_err(db_err)?;
-    trading::insert_ledger(
+    ledger::insert_ledger(
         &mut *tx,
         &trader.user_id,
         reference,
@@ -795,7 +795,7 @@ async fn write_off(
     )
     .await
     .map_err(db_err)?;
-    trading::insert_trade(&mut tx, &trader.user_id, &trade)
+    trades::insert_trade(&mut tx, &trader.user_id, &trade)
         .await
         .map_err(db_err)?;
     crate::notices::record(
@@ -807,7 +807,7 @@ async fn write_off(
     )
     .await
     .map_err(db_err)?;
-    trading::update_account(&mut *tx, &trader.user_id, &account, now)
+    accounts::update_account(&mut *tx, &trader.user_id, &account, now)
         .await
         .map_err(db_err)?;
     tx.commit().await.map_err(db_err)?;

@@ -15,7 +15,7 @@ use crate::api::query::{Page, Pagination};
 use crate::auth::sessions::Principal;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::totals as store_totals;
-use crate::store::trading::{self, TradeFilter};
+use crate::store::{Filter, snapshots, trades};
 use crate::store::{iso8601, now_ms};
 
 /// A money figure for JSON: two decimals are not enough for crypto quantities, so 8.
@@ -263,10 +263,15 @@ pub struct History {
 pub async fn history(
     app: &App,
     user: &Principal,
-    filter: &TradeFilter,
+    filter: &Filter,
     status: Option<&str>,
     page: Page,
 ) -> ApiResult<History> {
+    // Only the caller's own books, whatever the filter names.
+    let filter = &Filter {
+        user_id: Some(user.user_id.clone()),
+        ..filter.clone()
+    };
     let (want_open, want_closed) = match status {
         None => (true, true),
         Some("open") => (true, false),
@@ -306,10 +311,9 @@ pub async fn history(
     if want_closed {
         let closed_offset = (offset - open_count).max(0);
         let room = page.per_page - trades.len() as i64;
-        let (closed, closed_total) =
-            trading::trades(&app.db, &user.user_id, filter, room.max(0), closed_offset).await?;
-        trades.extend(closed.iter().map(trade_record));
-        total += closed_total;
+        let closed = trades::page(&app.db, filter, Some(room.max(0)), closed_offset).await?;
+        trades.extend(closed.iter().map(|owned| trade_record(&owned.row)));
+        total += trades::count(&app.db, filter).await?;
     }
     Ok(History {
         trades,
@@ -398,7 +402,7 @@ pub async fn series(
     since: i64,
 ) -> ApiResult<(Vec<CompletedTrade>, Vec<EquityPoint>, f64)> {
     let (equity, initial) = equity_series(app, user_id, since).await?;
-    let trades = trading::trades_since(&app.db.pool, user_id, since).await?;
+    let trades = trades::trades_since(&app.db.pool, user_id, since).await?;
     Ok((trades, equity, initial))
 }
 
@@ -420,14 +424,15 @@ pub async fn equity_series(
     };
     // Up to a week at full resolution (a point a minute at most); longer periods hourly.
     let bucket = (now_ms() - since > 7 * super::trader::DAY_MS).then_some(3_600_000);
-    let mut equity: Vec<EquityPoint> = trading::equity_since(&app.db.pool, user_id, since, bucket)
-        .await?
-        .into_iter()
-        .map(|(at_ms, equity)| EquityPoint {
-            at_ms,
-            equity: float(equity),
-        })
-        .collect();
+    let mut equity: Vec<EquityPoint> =
+        snapshots::equity_since(&app.db.pool, user_id, since, bucket)
+            .await?
+            .into_iter()
+            .map(|(at_ms, equity)| EquityPoint {
+                at_ms,
+                equity: float(equity),
+            })
+            .collect();
     if equity.is_empty() {
         equity.push(EquityPoint {
             at_ms: since.max(0),

@@ -27,7 +27,7 @@ use crate::plugins::bindings::types::{
 };
 use crate::plugins::off_thread as blocking;
 use crate::settings::Settings;
-use crate::store::trading::Snapshot;
+use crate::store::snapshots::Snapshot;
 use crate::store::{new_id, now_ms};
 
 /// Candles handed to a strategy per symbol.

@@ -17,7 +17,7 @@ use crate::App;
 use crate::plugins::PluginKind;
 use crate::plugins::bindings::types::BrokerError;
 use crate::store::now_ms;
-use crate::store::trading::{self, BotRow, Snapshot};
+use crate::store::{bots, bots::BotRow, snapshots, snapshots::Snapshot};
 
 /// How often a bot's scan progress (sequence, strategy state) is written while nothing else changes.
 const PROGRESS_EVERY_MS: i64 = 10_000;
@@ -103,10 +103,10 @@ async fn write_batch(app: &App, snapshots: &[Snapshot], bots: &[BotRow]) -> sqlx
     let now = now_ms();
     let mut tx = app.db.begin().await?;
     for snapshot in snapshots {
-        trading::insert_snapshot(&mut *tx, snapshot).await?;
+        snapshots::insert_snapshot(&mut *tx, snapshot).await?;
     }
     for bot in bots {
-        trading::record_scan(&mut *tx, bot, now).await?;
+        bots::record_scan(&mut *tx, bot, now).await?;
     }
     tx.commit().await
 }

@@ -43,6 +43,15 @@ pub struct AccountTotals {
 }
 
 impl AccountTotals {
+    /// The totals of a group of completed trades (a month's, a strategy's), in close order.
+    pub fn of(trades: &[CompletedTrade]) -> Self {
+        let mut totals = Self::default();
+        for trade in trades {
+            totals.add(trade);
+        }
+        totals
+    }
+
     /// Counts one more completed trade (trades are added in the order they close).
     pub fn add(&mut self, trade: &CompletedTrade) {
         let net = trade.net_pnl;

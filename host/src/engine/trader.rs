@@ -17,7 +17,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::plugins::calls::BrokerAccount;
 use crate::settings::Settings;
 use crate::store::orders::{self, OrderRow};
-use crate::store::trading::{self, AlarmRow, BotRow};
+use crate::store::{accounts, alarms, alarms::AlarmRow, bots, bots::BotRow, positions};
 use crate::store::{new_id, now_ms, users};
 
 pub use crate::store::DAY_MS;
@@ -108,18 +108,18 @@ impl Trader {
         let user = users::by_id(db, user_id)
             .await?
             .ok_or_else(|| ApiError::internal(format!("trader for unknown user {user_id}")))?;
-        let account = match trading::account(db, user_id).await? {
+        let account = match accounts::account(db, user_id).await? {
             Some(account) => account,
             None => {
                 let account = Account::new(app.config.initial_capital, "USD");
-                trading::insert_account(db, user_id, &account, now).await?;
-                trading::account(db, user_id).await?.unwrap_or(account)
+                accounts::insert_account(db, user_id, &account, now).await?;
+                accounts::account(db, user_id).await?.unwrap_or(account)
             }
         };
-        let positions = trading::open_positions(db, user_id).await?;
+        let positions = positions::open_positions(db, user_id).await?;
         let live = orders::live(db, user_id).await?;
         let signals_waiting = crate::store::signals::count_waiting(db, user_id).await? > 0;
-        let bot = match trading::bot(db, user_id).await? {
+        let bot = match bots::bot(db, user_id).await? {
             Some(bot) => bot,
             None => BotRow {
                 user_id: user_id.to_string(),
@@ -147,12 +147,12 @@ impl Trader {
         stats.peak_equity = stats.peak_equity.max(account.initial_capital);
         let day_start = now.div_euclid(DAY_MS) * DAY_MS;
         stats.opens_today = orders::count_opens_since(db, user_id, day_start).await? as u32;
-        let active_alarms = trading::active_alarms(db, user_id)
+        let active_alarms = alarms::active_alarms(db, user_id)
             .await?
             .into_iter()
             .map(|alarm| (alarm.alarm_type.clone(), alarm))
             .collect();
-        let last_raised = trading::last_raised(db, user_id)
+        let last_raised = alarms::last_raised(db, user_id)
             .await?
             .into_iter()
             .collect();

@@ -17,7 +17,7 @@ use crate::engine::totals::AccountTotals;
 use crate::notices::Kind;
 use crate::settings;
 use crate::store::notifications;
-use crate::store::{now_ms, trading};
+use crate::store::{accounts, now_ms, positions, trades};
 
 pub async fn run(app: App) {
     let mut made_for = None;
@@ -74,12 +74,12 @@ pub async fn summary(
 ) -> sqlx::Result<Summary> {
     let (from, to) = (first_day * DAY_MS, end_day * DAY_MS);
     let mut totals = AccountTotals::default();
-    for trade in trading::trades_since(&app.db.pool, user_id, from).await? {
+    for trade in trades::trades_since(&app.db.pool, user_id, from).await? {
         if trade.closed_at_ms < to {
             totals.add(&trade);
         }
     }
-    let account = trading::account(&app.db.pool, user_id).await?;
+    let account = accounts::account(&app.db.pool, user_id).await?;
     Ok(Summary {
         period,
         from: date(first_day).to_string(),
@@ -91,7 +91,7 @@ pub async fn summary(
         fees: totals.fees,
         best_trade: totals.best_trade,
         worst_trade: totals.worst_trade,
-        open_positions: trading::count_open_positions(&app.db.pool, user_id, None).await?,
+        open_positions: positions::count_open(&app.db.pool, Some(user_id), None).await?,
         cash: account.map(|a| a.cash),
     })
 }

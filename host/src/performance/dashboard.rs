@@ -7,14 +7,16 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use statrs::statistics::Statistics;
 
-use super::{DAY_MS, TradeFigures, change_pct, closed_trades, equity_at, initial_capital, ratios};
+use super::{DAY_MS, TradeFigures, change_pct, equity_at, initial_capital, ratios};
 use crate::App;
 use crate::auth::Principal;
 use crate::companion::round2;
+use crate::engine::accounting::CompletedTrade;
 use crate::engine::metrics::{self, EquityPoint};
+use crate::engine::reports;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::performance::{self as rows, SnapshotRow};
-use crate::store::{iso8601, new_id, now_ms, trading};
+use crate::store::{bots, iso8601, new_id, now_ms, trades};
 
 fn series(snapshots: &[SnapshotRow]) -> Vec<EquityPoint> {
     snapshots
@@ -367,7 +369,7 @@ pub struct StrategyFigures {
 pub async fn investor_summary(app: &App, user: &Principal) -> ApiResult<InvestorSummary> {
     let figures = figures(app, &user.user_id).await?;
     let m = &figures.metrics;
-    let bot = trading::bot(&app.db.pool, &user.user_id).await?;
+    let bot = bots::bot(&app.db.pool, &user.user_id).await?;
     let running = bot
         .as_ref()
         .filter(|b| crate::engine::BotStatus::parse(&b.status).is_scanned());
@@ -425,7 +427,7 @@ async fn strategy_performance(
     allocations: &BTreeMap<String, f64>,
     initial: f64,
 ) -> ApiResult<BTreeMap<String, StrategyFigures>> {
-    let mut groups = super::closed_trades_by_strategy(app, &user.user_id).await?;
+    let mut groups = super::trades_by_strategy(app, &user.user_id).await?;
     for name in allocations.keys() {
         groups.entry(name.clone()).or_default();
     }
@@ -433,14 +435,15 @@ async fn strategy_performance(
         .into_iter()
         .map(|(name, trades)| {
             let figures = TradeFigures::of(&trades);
-            let returns: Vec<f64> = metrics::daily_pnl(&trades)
+            let closed: Vec<_> = trades.iter().map(reports::closed_trade).collect();
+            let returns: Vec<f64> = metrics::daily_pnl(&closed)
                 .into_iter()
                 .map(|(_, pnl)| if initial > 0.0 { pnl / initial } else { 0.0 })
                 .collect();
             let entry = StrategyFigures {
                 allocation_pct: allocations.get(&name).copied().unwrap_or(0.0),
                 sharpe_ratio: round2(metrics::sharpe(&returns)),
-                total_pnl: round2(trades.iter().map(|t| t.net_pnl).sum()),
+                total_pnl: figures.net_pnl,
                 total_trades: figures.total,
                 // The original reports the integer 0 for a strategy without trades.
                 win_rate_pct: if figures.total == 0 {
@@ -586,7 +589,7 @@ fn month_report(
     year: i32,
     month: u32,
     snapshots: &[&SnapshotRow],
-    trades: &[metrics::ClosedTrade],
+    trades: &[CompletedTrade],
 ) -> MonthReport {
     let (Some(first), Some(last)) = (snapshots.first(), snapshots.last()) else {
         return MonthReport::NoData {
@@ -603,7 +606,6 @@ fn month_report(
         })
         .collect();
     let figures = TradeFigures::of(trades);
-    let net: f64 = trades.iter().map(|t| t.net_pnl).sum();
     MonthReport::Figures {
         year,
         month,
@@ -616,7 +618,7 @@ fn month_report(
         win_rate_pct: figures.win_rate_pct,
         max_drawdown_pct: round2(-metrics::drawdown(&points).max_drawdown_pct),
         trading_days: distinct_days(snapshots.iter().copied()),
-        net_profit: round2(net),
+        net_profit: figures.net_pnl,
     }
 }
 
@@ -642,18 +644,14 @@ pub async fn monthly_report(
     let (start, end) = month_bounds(year, month).expect("a valid month");
     let snapshots = rows::snapshots_since(&app.db.pool, &user.user_id, start).await?;
     let in_month: Vec<&SnapshotRow> = snapshots.iter().filter(|s| s.taken_at < end).collect();
-    let trades: Vec<_> = closed_trades(app, &user.user_id, start)
-        .await?
-        .into_iter()
-        .filter(|t| t.closed_at_ms < end)
-        .collect();
+    let trades = trades::trades_between(&app.db.pool, &user.user_id, start, end).await?;
     Ok(month_report(year, month, &in_month, &trades))
 }
 
 /// A report for every month that has snapshots, oldest first.
 pub async fn monthly_reports(app: &App, user: &Principal) -> ApiResult<Vec<MonthReport>> {
     let snapshots = rows::snapshots_since(&app.db.pool, &user.user_id, 0).await?;
-    let trades = closed_trades(app, &user.user_id, 0).await?;
+    let trades = trades::trades_since(&app.db.pool, &user.user_id, 0).await?;
     let month_of = |ms: i64| {
         let date = chrono::DateTime::from_timestamp_millis(ms)
             .unwrap_or_default()

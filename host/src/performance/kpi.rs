@@ -11,7 +11,7 @@ use crate::App;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::performance as rows;
-use crate::store::trading::{self, AlarmRow};
+use crate::store::{alarms, alarms::AlarmRow};
 use crate::store::{iso8601, now_ms};
 
 fn parse(text: &str) -> ApiResult<Kpi> {
@@ -247,7 +247,7 @@ fn alarm(a: &AlarmRow) -> Alarm {
 }
 
 async fn active(app: &App, user_id: &str) -> ApiResult<Vec<Alarm>> {
-    let mut alarms = trading::active_alarms(&app.db.pool, user_id).await?;
+    let mut alarms = alarms::active_alarms(&app.db.pool, user_id).await?;
     alarms.reverse();
     Ok(alarms.iter().map(alarm).collect())
 }

@@ -15,12 +15,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::App;
 use crate::companion::round2;
-use crate::engine::accounting::{self, float};
+use crate::engine::accounting::{self, CompletedTrade, float};
 use crate::engine::metrics::{self, EquityPoint};
 use crate::engine::totals::{AccountTotals, utc_day};
 use crate::error::ApiResult;
 use crate::store::performance::{self as rows, SnapshotRow};
-use crate::store::{iso8601, new_id, now_ms, trading};
+use crate::store::{accounts, iso8601, new_id, now_ms, trades};
 
 use crate::store::DAY_MS;
 
@@ -97,6 +97,8 @@ pub struct TradeFigures {
     pub longest_winning_streak: u64,
     pub longest_losing_streak: u64,
     pub avg_hold_hours: f64,
+    /// Net P&L, rounded to cents.
+    pub net_pnl: f64,
 }
 
 impl TradeFigures {
@@ -120,85 +122,30 @@ impl TradeFigures {
             longest_winning_streak: t.longest_win_streak,
             longest_losing_streak: t.longest_loss_streak,
             avg_hold_hours: round2(t.avg_hold_ms() / 3_600_000.0),
+            net_pnl: round2(float(t.net_pnl)),
         }
     }
 
-    /// The figures of a group of closed trades (a month's, a strategy's), in close order.
-    pub fn of(closed: &[metrics::ClosedTrade]) -> Self {
-        let m = metrics::performance(closed, &[], 0.0);
-        let (mut win_run, mut loss_run) = (0u64, 0u64);
-        let mut figures = TradeFigures {
-            total: m.total_trades,
-            winners: m.winning_trades,
-            losers: m.losing_trades,
-            win_rate_pct: round2(m.win_rate * 100.0),
-            avg_win: round2(m.avg_win),
-            avg_loss: round2(-m.avg_loss),
-            profit_factor: round2(m.profit_factor),
-            avg_hold_hours: round2(m.avg_trade_duration_minutes / 60.0),
-            ..TradeFigures::default()
-        };
-        for trade in closed {
-            if trade.net_pnl > 0.0 {
-                win_run += 1;
-                loss_run = 0;
-            } else if trade.net_pnl < 0.0 {
-                loss_run += 1;
-                win_run = 0;
-            } else {
-                (win_run, loss_run) = (0, 0);
-            }
-            figures.longest_winning_streak = figures.longest_winning_streak.max(win_run);
-            figures.longest_losing_streak = figures.longest_losing_streak.max(loss_run);
-        }
-        figures
+    /// The figures of a group of completed trades (a month's, a strategy's), in close order.
+    pub fn of(trades: &[CompletedTrade]) -> Self {
+        Self::of_totals(&AccountTotals::of(trades))
     }
 }
 
-/// The owner's closed trades since `since` as the metrics module takes them, read without the
-/// columns the figures do not use.
-pub async fn closed_trades(
+/// The owner's completed trades grouped by the strategy that opened them, each group in close
+/// order.
+pub async fn trades_by_strategy(
     app: &App,
     user_id: &str,
-    since: i64,
-) -> ApiResult<Vec<metrics::ClosedTrade>> {
-    crate::store::ledger::trade_figures(&app.db, Some(user_id), since)
-        .await?
-        .iter()
-        .map(closed_trade)
-        .collect()
-}
-
-/// The owner's closed trades grouped by the strategy that opened them, each group in close order.
-pub async fn closed_trades_by_strategy(
-    app: &App,
-    user_id: &str,
-) -> ApiResult<BTreeMap<String, Vec<metrics::ClosedTrade>>> {
-    let mut groups: BTreeMap<String, Vec<metrics::ClosedTrade>> = BTreeMap::new();
-    for row in crate::store::ledger::trade_figures(&app.db, Some(user_id), 0).await? {
-        let strategy = row.strategy.clone().unwrap_or_default();
+) -> ApiResult<BTreeMap<String, Vec<CompletedTrade>>> {
+    let mut groups: BTreeMap<String, Vec<CompletedTrade>> = BTreeMap::new();
+    for trade in trades::trades_since(&app.db.pool, user_id, 0).await? {
         groups
-            .entry(strategy)
+            .entry(trade.strategy.clone())
             .or_default()
-            .push(closed_trade(&row)?);
+            .push(trade);
     }
     Ok(groups)
-}
-
-fn closed_trade(row: &crate::store::ledger::TradeFigureRow) -> ApiResult<metrics::ClosedTrade> {
-    let number = |text: &str| {
-        text.parse::<Decimal>().map(float).map_err(|_| {
-            crate::error::ApiError::internal(format!("a stored amount is not a decimal: {text:?}"))
-        })
-    };
-    Ok(metrics::ClosedTrade {
-        net_pnl: number(&row.net_pnl)?,
-        gross_pnl: number(&row.gross_pnl)?,
-        fees: number(&row.fees)?,
-        size_usd: number(&row.size_usd)?,
-        opened_at_ms: row.opened_at,
-        closed_at_ms: row.closed_at,
-    })
 }
 
 /// Sharpe and Sortino of the daily closes of an equity series.
@@ -382,7 +329,7 @@ pub async fn run(app: App) {
 /// The account's initial capital; for a user who never traded, the capital their account will
 /// start with.
 pub async fn initial_capital(app: &App, user_id: &str) -> ApiResult<f64> {
-    let account = trading::account(&app.db.pool, user_id).await?;
+    let account = accounts::account(&app.db.pool, user_id).await?;
     Ok(float(
         account.map_or(app.config.initial_capital, |a| a.initial_capital),
     ))

@@ -1,111 +1,68 @@
-//! Read-only views of the engine's books for the ledger route set (companion D): open positions,
-//! completed trades and ledger rows, for one user or (admins) all users, newest first.
+//! The ledger: one row per fill booked (and per dust close), what it did to a position and to
+//! the account's cash. Decimals are TEXT in the table and `Decimal` everywhere else.
 
 use sqlx::any::AnyArguments;
-use sqlx::{Any, Arguments, FromRow};
+use sqlx::{Any, Executor, FromRow};
 
-use super::Db;
+use super::{Db, Filter, dec, limit_clause, opt_dec};
+use crate::engine::accounting::{LedgerAction, LedgerEntry, OrderSide};
 
-/// Whose rows and which symbol; `None` means no filter.
-#[derive(Debug, Clone, Default)]
-pub struct Scope {
-    pub user_id: Option<String>,
-    pub symbol: Option<String>,
+pub async fn insert_ledger<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    order_id: &str,
+    // The fill the row books; none for dust left at the venue.
+    fill_id: Option<&str>,
+    e: &LedgerEntry,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO ledger (id, user_id, order_id, position_id, broker, symbol, side, action, quantity, price, \
+         notional, fee, realized_pnl, cash_after, created_at, fill_id, entry_fee) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+    )
+    .bind(&e.id)
+    .bind(user_id)
+    .bind(order_id)
+    .bind(&e.position_id)
+    .bind(&e.broker)
+    .bind(&e.symbol)
+    .bind(e.side.as_str())
+    .bind(e.action.as_str())
+    .bind(e.quantity.to_string())
+    .bind(e.price.to_string())
+    .bind(e.notional.to_string())
+    .bind(e.fee.to_string())
+    .bind(e.realized_pnl.to_string())
+    .bind(e.cash_after.to_string())
+    .bind(e.at_ms)
+    .bind(fill_id)
+    .bind(e.entry_fee.to_string())
+    .execute(exec)
+    .await?;
+    Ok(())
 }
 
-impl Scope {
-    /// ` AND user_id = $n AND symbol = $m` with the values bound.
-    fn conditions(&self, args: &mut AnyArguments, next: &mut usize) -> String {
-        let mut sql = String::new();
-        for (column, value) in [("user_id", &self.user_id), ("symbol", &self.symbol)] {
-            if let Some(value) = value {
-                sql.push_str(&format!(" AND {column} = ${next}"));
-                *next += 1;
-                args.add(value.clone()).expect("a text argument encodes");
-            }
-        }
-        sql
-    }
+/// The closing rows an order booked (one per fill), oldest first: its completed trade's parts.
+pub async fn closes_of_order<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    order_id: &str,
+) -> sqlx::Result<Vec<LedgerEntry>> {
+    let rows: Vec<LedgerRow> = sqlx::query_as(sql!(
+        "SELECT {LEDGER_COLUMNS} FROM ledger WHERE order_id = $1 AND action = 'CLOSE' ORDER BY created_at, id"
+    ))
+    .bind(order_id)
+    .fetch_all(exec)
+    .await?;
+    rows.into_iter().map(LedgerRow::into_entry).collect()
 }
 
-#[derive(Debug, FromRow)]
-pub struct OpenPositionRow {
-    pub id: String,
-    pub user_id: String,
-    pub symbol: String,
-    pub side: String,
-    pub quantity: String,
-    pub entry_price: String,
-    pub entry_fees: String,
-    pub stop_loss: Option<String>,
-    pub take_profit: Option<String>,
-    pub opened_at: i64,
-}
-
-pub async fn open_positions(db: &Db, scope: &Scope) -> sqlx::Result<Vec<OpenPositionRow>> {
-    let mut args = AnyArguments::default();
-    let mut next = 1;
-    let conditions = scope.conditions(&mut args, &mut next);
-    let sql = format!(
-        "SELECT id, user_id, symbol, side, quantity, entry_price, entry_fees, stop_loss, take_profit, opened_at \
-         FROM positions WHERE status = 'open'{conditions} ORDER BY opened_at DESC, id DESC"
-    );
-    sqlx::query_as_with::<Any, OpenPositionRow, _>(sqlx::AssertSqlSafe(sql), args)
-        .fetch_all(&db.pool)
-        .await
-}
-
-#[derive(Debug, FromRow)]
-pub struct TradeRow {
-    pub id: String,
-    pub user_id: String,
-    pub position_id: String,
-    pub symbol: String,
-    pub side: String,
-    pub quantity: String,
-    pub entry_price: String,
-    pub exit_price: String,
-    pub size_usd: String,
-    pub gross_pnl: String,
-    pub fees: String,
-    pub entry_fee: Option<String>,
-    pub net_pnl: String,
-    pub exit_reason: String,
-    pub opened_at: i64,
-    pub closed_at: i64,
-}
-
-/// Completed trades, latest exit first; `limit` None means all.
-pub async fn trades(
-    db: &Db,
-    scope: &Scope,
-    limit: Option<i64>,
-    offset: i64,
-) -> sqlx::Result<Vec<TradeRow>> {
-    let mut args = AnyArguments::default();
-    let mut next = 1;
-    let conditions = scope.conditions(&mut args, &mut next);
-    let mut sql = format!(
-        "SELECT id, user_id, position_id, symbol, side, quantity, entry_price, exit_price, size_usd, gross_pnl, \
-         fees, entry_fee, net_pnl, exit_reason, opened_at, closed_at \
-         FROM trades WHERE 1 = 1{conditions} ORDER BY closed_at DESC, id DESC"
-    );
-    if let Some(limit) = limit {
-        sql.push_str(&format!(" LIMIT ${next} OFFSET ${}", next + 1));
-        args.add(limit).expect("an integer argument encodes");
-        args.add(offset).expect("an integer argument encodes");
-    }
-    sqlx::query_as_with::<Any, TradeRow, _>(sqlx::AssertSqlSafe(sql), args)
-        .fetch_all(&db.pool)
-        .await
-}
-
-#[derive(Debug, FromRow)]
+#[derive(Debug, Clone, FromRow)]
 pub struct LedgerRow {
     pub id: String,
     pub user_id: String,
     pub order_id: String,
     pub position_id: String,
+    pub broker: String,
     pub symbol: String,
     pub side: String,
     pub action: String,
@@ -113,73 +70,67 @@ pub struct LedgerRow {
     pub price: String,
     pub notional: String,
     pub fee: String,
+    pub realized_pnl: String,
+    pub cash_after: String,
     pub created_at: i64,
+    pub entry_fee: Option<String>,
+}
+
+const LEDGER_COLUMNS: &str = "id, user_id, order_id, position_id, broker, symbol, side, action, quantity, price, \
+                              notional, fee, realized_pnl, cash_after, created_at, entry_fee";
+
+impl LedgerRow {
+    fn into_entry(self) -> sqlx::Result<LedgerEntry> {
+        Ok(LedgerEntry {
+            side: if self.side == "BUY" {
+                OrderSide::Buy
+            } else {
+                OrderSide::Sell
+            },
+            action: if self.action == "OPEN" {
+                LedgerAction::Open
+            } else {
+                LedgerAction::Close
+            },
+            quantity: dec(&self.quantity)?,
+            price: dec(&self.price)?,
+            notional: dec(&self.notional)?,
+            fee: dec(&self.fee)?,
+            realized_pnl: dec(&self.realized_pnl)?,
+            entry_fee: opt_dec(&self.entry_fee)?.unwrap_or_default(),
+            cash_after: dec(&self.cash_after)?,
+            at_ms: self.created_at,
+            id: self.id,
+            position_id: self.position_id,
+            broker: self.broker,
+            symbol: self.symbol,
+        })
+    }
 }
 
 /// Ledger rows, newest first; `limit` None means all.
-pub async fn ledger(db: &Db, scope: &Scope, limit: Option<i64>) -> sqlx::Result<Vec<LedgerRow>> {
-    let mut args = AnyArguments::default();
-    let mut next = 1;
-    let conditions = scope.conditions(&mut args, &mut next);
-    let mut sql = format!(
-        "SELECT id, user_id, order_id, position_id, symbol, side, action, quantity, price, notional, fee, created_at \
-         FROM ledger WHERE 1 = 1{conditions} ORDER BY created_at DESC, id DESC"
-    );
-    if let Some(limit) = limit {
-        sql.push_str(&format!(" LIMIT ${next}"));
-        args.add(limit).expect("an integer argument encodes");
-    }
-    sqlx::query_as_with::<Any, LedgerRow, _>(sqlx::AssertSqlSafe(sql), args)
-        .fetch_all(&db.pool)
-        .await
-}
-
-pub async fn count_open_positions(db: &Db, user_id: Option<&str>) -> sqlx::Result<i64> {
-    let scope = Scope {
-        user_id: user_id.map(str::to_string),
-        symbol: None,
-    };
-    let mut args = AnyArguments::default();
-    let mut next = 1;
-    let conditions = scope.conditions(&mut args, &mut next);
-    let sql = format!("SELECT COUNT(*) FROM positions WHERE status = 'open'{conditions}");
-    sqlx::query_scalar_with::<Any, i64, _>(sqlx::AssertSqlSafe(sql), args)
-        .fetch_one(&db.pool)
-        .await
-}
-
-/// The figures of a completed trade that statistics need, without the rest of its row: reading
-/// every column of every trade costs far more than the arithmetic.
-#[derive(Debug, FromRow)]
-pub struct TradeFigureRow {
-    pub net_pnl: String,
-    pub gross_pnl: String,
-    pub fees: String,
-    pub size_usd: String,
-    pub opened_at: i64,
-    pub closed_at: i64,
-    pub strategy: Option<String>,
-}
-
-/// Figures of the owner's trades closed at or after `since`, in close order.
-pub async fn trade_figures(
+pub async fn page(
     db: &Db,
-    user_id: Option<&str>,
-    since: i64,
-) -> sqlx::Result<Vec<TradeFigureRow>> {
-    let scope = Scope {
-        user_id: user_id.map(str::to_string),
-        symbol: None,
-    };
+    filter: &Filter,
+    limit: Option<i64>,
+    offset: i64,
+) -> sqlx::Result<Vec<LedgerRow>> {
     let mut args = AnyArguments::default();
-    args.add(since).expect("an integer argument encodes");
-    let mut next = 2;
-    let conditions = scope.conditions(&mut args, &mut next);
-    let sql = format!(
-        "SELECT net_pnl, gross_pnl, fees, size_usd, opened_at, closed_at, strategy FROM trades \
-         WHERE closed_at >= $1{conditions} ORDER BY closed_at, id"
-    );
-    sqlx::query_as_with::<Any, TradeFigureRow, _>(sqlx::AssertSqlSafe(sql), args)
-        .fetch_all(&db.pool)
+    let conditions = filter.where_clause("created_at", &[], &mut args);
+    let limit = limit_clause(limit, offset, &mut args);
+    sqlx::query_as_with(
+        sql!("SELECT {LEDGER_COLUMNS} FROM ledger {conditions} ORDER BY created_at DESC, id DESC{limit}"),
+        args,
+    )
+    .fetch_all(&db.pool)
+    .await
+}
+
+/// How many ledger rows the filter takes.
+pub async fn count(db: &Db, filter: &Filter) -> sqlx::Result<i64> {
+    let mut args = AnyArguments::default();
+    let conditions = filter.where_clause("created_at", &[], &mut args);
+    sqlx::query_scalar_with(sql!("SELECT COUNT(*) FROM ledger {conditions}"), args)
+        .fetch_one(&db.pool)
         .await
 }

@@ -11,10 +11,14 @@ macro_rules! sql {
     };
 }
 
+pub mod accounts;
+pub mod alarms;
 pub mod audit;
 pub mod billing;
+pub mod bots;
 pub mod brokers;
 pub mod durability;
+pub mod flags;
 pub mod ledger;
 pub mod notifications;
 pub mod orders;
@@ -22,14 +26,16 @@ pub mod outbox;
 pub mod performance;
 pub mod plugin_store;
 pub mod plugins;
+pub mod positions;
 pub mod reconciliation;
 pub mod reset_tokens;
 pub mod retention;
 pub mod sessions;
 pub mod settings;
 pub mod signals;
+pub mod snapshots;
 pub mod totals;
-pub mod trading;
+pub mod trades;
 pub mod users;
 pub mod webhook_keys;
 
@@ -41,9 +47,10 @@ use std::time::Duration;
 use durability::GroupSync;
 
 use anyhow::{Context, Result, bail};
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use rust_decimal::Decimal;
+use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
-use sqlx::{AnyPool, ConnectOptions, Executor};
+use sqlx::{AnyPool, Arguments, ConnectOptions, Executor};
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
@@ -232,6 +239,91 @@ fn ensure_sqlite_parent_dir(url: &str) -> Result<()> {
     Ok(())
 }
 
+/// A stored decimal (TEXT in the tables, `Decimal` everywhere else).
+pub(crate) fn dec(text: &str) -> sqlx::Result<Decimal> {
+    text.parse()
+        .map_err(|err| sqlx::Error::Decode(format!("stored decimal {text:?}: {err}").into()))
+}
+
+fn opt_dec(text: &Option<String>) -> sqlx::Result<Option<Decimal>> {
+    text.as_deref().map(dec).transpose()
+}
+
+/// The storage form of an optional decimal.
+fn opt_text(value: Option<Decimal>) -> Option<String> {
+    value.map(|d| d.to_string())
+}
+
+/// Which rows of a table of users' books a read takes (positions, trades, ledger rows); `None`
+/// is no condition, so an admin's read of every user leaves `user_id` out.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub user_id: Option<String>,
+    pub symbol: Option<String>,
+    /// Inclusive bounds on the table's time column.
+    pub from_ms: Option<i64>,
+    pub until_ms: Option<i64>,
+}
+
+impl Filter {
+    /// Every row of one user.
+    pub fn user(user_id: &str) -> Self {
+        Self {
+            user_id: Some(user_id.to_string()),
+            ..Self::default()
+        }
+    }
+
+    /// Whether the filter takes every row of one user (whose count the running totals keep).
+    pub fn is_whole_account(&self) -> bool {
+        self.user_id.is_some()
+            && self.symbol.is_none()
+            && self.from_ms.is_none()
+            && self.until_ms.is_none()
+    }
+
+    /// `WHERE …` with the `fixed` conditions and one per bound value (nothing when there are
+    /// none): each is written only when it applies, so the planner can use the table's index on
+    /// `user_id`.
+    fn where_clause(&self, time_column: &str, fixed: &[&str], args: &mut AnyArguments) -> String {
+        let mut conditions: Vec<String> = fixed.iter().map(|c| c.to_string()).collect();
+        for (column, value) in [("user_id", &self.user_id), ("symbol", &self.symbol)] {
+            if let Some(value) = value {
+                args.add(value.clone()).expect("a text argument encodes");
+                conditions.push(format!("{column} = ${}", args.len()));
+            }
+        }
+        for (operator, value) in [(">=", self.from_ms), ("<=", self.until_ms)] {
+            if let Some(value) = value {
+                args.add(value).expect("an integer argument encodes");
+                conditions.push(format!("{time_column} {operator} ${}", args.len()));
+            }
+        }
+        if conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conditions.join(" AND "))
+        }
+    }
+}
+
+/// ` LIMIT $n OFFSET $m` with the values bound; nothing for no limit.
+fn limit_clause(limit: Option<i64>, offset: i64, args: &mut AnyArguments) -> String {
+    let Some(limit) = limit else {
+        return String::new();
+    };
+    args.add(limit).expect("an integer argument encodes");
+    args.add(offset).expect("an integer argument encodes");
+    format!(" LIMIT ${} OFFSET ${}", args.len() - 1, args.len())
+}
+
+/// A row of a user's books with its owner (reads across users name whose it is).
+#[derive(Debug, Clone)]
+pub struct Owned<T> {
+    pub user_id: String,
+    pub row: T,
+}
+
 /// A UTC day in milliseconds, the unit of every timestamp.
 pub const DAY_MS: i64 = 86_400_000;
 
@@ -352,7 +444,7 @@ mod migration_tests {
             live.iter().map(|o| o.id.as_str()).collect::<Vec<_>>(),
             ["o2"]
         );
-        let positions = trading::open_positions(pool, "u1").await.unwrap();
+        let positions = positions::open_positions(pool, "u1").await.unwrap();
         assert_eq!(positions[0].cost, "30000".parse().unwrap());
         assert_eq!(positions[0].closing, None);
     }
@@ -391,12 +483,12 @@ mod migration_tests {
         .execute(&db.pool)
         .await
         .unwrap();
-        trading::set_flag(&db.pool, "account_totals_backfilled", "1", "migration", 0)
+        flags::set_flag(&db.pool, "account_totals_backfilled", "1", "migration", 0)
             .await
             .unwrap();
         db.migrate().await.unwrap();
 
-        let expected = trading::trades_since(&db.pool, "u1", 0)
+        let expected = trades::trades_since(&db.pool, "u1", 0)
             .await
             .unwrap()
             .iter()
@@ -424,12 +516,12 @@ mod migration_tests {
         // Migrating again changes nothing; a trade booked now is added to the row.
         db.migrate().await.unwrap();
         assert_eq!(totals::get(&db.pool, "u1").await.unwrap(), expected);
-        let mut trade = trading::trades_since(&db.pool, "u1", 0).await.unwrap()[0].clone();
+        let mut trade = trades::trades_since(&db.pool, "u1", 0).await.unwrap()[0].clone();
         trade.id = "t-new".into();
         trade.closed_at_ms = 10;
         trade.net_pnl = "-2".parse().unwrap();
         let mut tx = db.begin().await.unwrap();
-        trading::insert_trade(&mut tx, "u1", &trade).await.unwrap();
+        trades::insert_trade(&mut tx, "u1", &trade).await.unwrap();
         tx.commit().await.unwrap();
         let after = totals::get(&db.pool, "u1").await.unwrap();
         assert_eq!((after.trades, after.losers, after.streak), (6, 2, -1));

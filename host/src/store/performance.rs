@@ -2,7 +2,7 @@
 
 use sqlx::{Any, Executor, FromRow};
 
-use super::trading::AlarmRow;
+use super::alarms::AlarmRow;
 
 #[derive(Debug, Clone, FromRow)]
 pub struct SnapshotRow {

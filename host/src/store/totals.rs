@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use sqlx::{Any, AnyConnection, Executor, FromRow};
 
-use super::trading::{self, dec};
 use super::{Db, now_ms};
+use super::{dec, flags, trades};
 use crate::engine::accounting::CompletedTrade;
 use crate::engine::totals::{AccountTotals, DayTotals, Tally, utc_day};
 
@@ -257,7 +257,7 @@ const UPDATE_ALL: &str = "DO UPDATE SET trades = $2, winners = $3, losers = $4, 
 /// cleared them), once: the first start after the upgrade reads each account's history a last
 /// time, in close order, and writes its rows in one transaction.
 pub async fn backfill(db: &Db) -> sqlx::Result<()> {
-    if trading::flag(&db.pool, BACKFILLED_FLAG).await?.is_some() {
+    if flags::flag(&db.pool, BACKFILLED_FLAG).await?.is_some() {
         return Ok(());
     }
     let users: Vec<(String,)> = sqlx::query_as(
@@ -270,7 +270,7 @@ pub async fn backfill(db: &Db) -> sqlx::Result<()> {
         let mut tx = db.pool.begin().await?;
         let mut totals = AccountTotals::default();
         let mut days: BTreeMap<(i64, String), Tally> = BTreeMap::new();
-        for trade in &trading::trades_since(&mut *tx, &user_id, 0).await? {
+        for trade in &trades::trades_since(&mut *tx, &user_id, 0).await? {
             totals.add(trade);
             days.entry((utc_day(trade.closed_at_ms), trade.symbol.clone()))
                 .or_default()
@@ -285,5 +285,5 @@ pub async fn backfill(db: &Db) -> sqlx::Result<()> {
         }
         tx.commit().await?;
     }
-    trading::set_flag(&db.pool, BACKFILLED_FLAG, "1", "migration", now_ms()).await
+    flags::set_flag(&db.pool, BACKFILLED_FLAG, "1", "migration", now_ms()).await
 }

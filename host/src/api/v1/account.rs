@@ -12,7 +12,7 @@ use crate::engine::reports::{
 };
 use crate::engine::{self, PositionClosed};
 use crate::error::ApiResult;
-use crate::store::trading::TradeFilter;
+use crate::store::Filter;
 
 pub const HISTORY_DEFAULT_PER_PAGE: i64 = 50;
 pub const HISTORY_MAX_PER_PAGE: i64 = 100;
@@ -154,7 +154,8 @@ async fn history(
         HISTORY_DEFAULT_PER_PAGE,
         HISTORY_MAX_PER_PAGE,
     )?;
-    let filter = TradeFilter {
+    let filter = Filter {
+        user_id: None,
         symbol: symbol.map(str::to_uppercase),
         from_ms: parse_time("start_date", start_date, false)?,
         until_ms: parse_time("end_date", end_date, true)?,

@@ -1,0 +1,110 @@
+//! What the engine benchmarks share: the in-process server on a data directory, users with a
+//! paper connection and a started bot, and plugin set-up.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tradehost::App;
+use tradehost::auth::ClientMeta;
+use tradehost::auth::sessions::Principal;
+use tradehost::config::AppConfig;
+use tradehost::engine::{self, StartRequest};
+use tradehost::plugins::manifest::Manifest;
+use tradehost::store::{now_ms, users};
+
+pub fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The server's state on `dir` (SQLite there, or `DATABASE_URL`), with `settings` over the
+/// defaults and any other `TRADEHOST_…` setting from the environment.
+pub async fn app(dir: &Path, settings: &[(&str, &str)]) -> App {
+    let data_dir = dir.to_string_lossy().to_string();
+    let settings: BTreeMap<String, String> = settings
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let lookup = move |name: &str| match name {
+        _ if settings.contains_key(name) => settings.get(name).cloned(),
+        "TRADEHOST_DATA_DIR" => Some(data_dir.clone()),
+        "JWT_SECRET_KEY" => Some("benchmark-secret-benchmark-secret-0123".into()),
+        "VAULT_ENCRYPTION_KEY" => Some("00".repeat(32)),
+        _ => std::env::var(name).ok(),
+    };
+    let figment = AppConfig::rocket_figment(&lookup).unwrap();
+    let config = AppConfig::load(&figment, &lookup).unwrap();
+    App::init(config).await.unwrap()
+}
+
+/// The workspace's root (plugins are built under it).
+pub fn root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Uploads a plugin built under `plugins/` from its crate directory and wasm file name.
+pub async fn upload(app: &App, crate_dir: &str, wasm: &str) -> String {
+    let root = root();
+    let wasm = std::fs::read(root.join("plugins/target/wasm32-wasip2/release").join(wasm)).unwrap();
+    let manifest_text = std::fs::read_to_string(root.join(crate_dir).join("plugin.toml")).unwrap();
+    let manifest = Manifest::from_toml(&manifest_text).unwrap();
+    let version = manifest.version.clone();
+    app.plugins.upload(&wasm, manifest, None).await.unwrap();
+    version
+}
+
+/// Creates `count` users, each with a paper connection and a started bot.
+pub async fn start_bots(app: &App, count: u64, strategy: &str) {
+    let now = now_ms();
+    for n in 0..count {
+        let id = uuid::Uuid::new_v4().to_string();
+        let email = format!("bench-{n}-{id}@example.com");
+        users::insert(
+            &app.db.pool,
+            &users::NewUser {
+                id: &id,
+                email: &email,
+                full_name: "Bench",
+                password_hash: "not-a-login",
+                role: "user",
+                trial_ends_at: Some(now + 86_400_000),
+                created_at: now,
+            },
+        )
+        .await
+        .unwrap();
+        // The top tier, so the daily trade limit does not end the churn within the run.
+        sqlx::query("UPDATE users SET subscription_tier = 'enterprise' WHERE id = $1")
+            .bind(&id)
+            .execute(&app.db.pool)
+            .await
+            .unwrap();
+        let user = Principal::of_user(users::by_id(&app.db.pool, &id).await.unwrap().unwrap());
+        let meta = ClientMeta {
+            ip: None,
+            user_agent: None,
+        };
+        let connection = serde_json::from_value(serde_json::json!({
+            "broker": "paper", "api_key": "bench-key", "api_secret": "bench-secret"
+        }))
+        .unwrap();
+        tradehost::brokers::add(app, &user, &meta, connection)
+            .await
+            .unwrap();
+        let start: StartRequest = serde_json::from_value(serde_json::json!({
+            "broker": "paper", "risk_profile": "high", "symbols": ["BTC-USD", "ETH-USD"], "strategy": strategy
+        }))
+        .unwrap();
+        engine::start(app, &user, start).await.unwrap();
+    }
+}
+
+pub async fn configure(app: &App, name: &str, values: &[(&str, &str)]) {
+    let values: BTreeMap<String, String> = values
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    app.plugins.configure(name, values).await.unwrap();
+}

@@ -1,0 +1,81 @@
+//! Risk alarms raised for a user and whether they are still active.
+
+use sqlx::{Any, Executor, FromRow};
+
+#[derive(Debug, Clone, FromRow)]
+pub struct AlarmRow {
+    pub id: String,
+    pub alarm_type: String,
+    pub level: String,
+    pub message: String,
+    pub current_value: f64,
+    pub threshold_value: f64,
+    pub recommended_action: String,
+    pub status: String,
+    pub raised_at: i64,
+    pub cleared_at: Option<i64>,
+}
+
+pub async fn insert_alarm<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    a: &AlarmRow,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO alarms (id, user_id, alarm_type, level, message, current_value, threshold_value, \
+         recommended_action, status, raised_at, cleared_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(&a.id)
+    .bind(user_id)
+    .bind(&a.alarm_type)
+    .bind(&a.level)
+    .bind(&a.message)
+    .bind(a.current_value)
+    .bind(a.threshold_value)
+    .bind(&a.recommended_action)
+    .bind(&a.status)
+    .bind(a.raised_at)
+    .bind(a.cleared_at)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+pub async fn clear_alarm<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    id: &str,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE alarms SET status = 'cleared', cleared_at = $2 WHERE id = $1")
+        .bind(id)
+        .bind(now)
+        .execute(exec)
+        .await?;
+    Ok(())
+}
+
+pub async fn active_alarms<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+) -> sqlx::Result<Vec<AlarmRow>> {
+    sqlx::query_as(
+        "SELECT id, alarm_type, level, message, current_value, threshold_value, recommended_action, status, raised_at, \
+         cleared_at FROM alarms WHERE user_id = $1 AND status = 'active' ORDER BY raised_at",
+    )
+    .bind(user_id)
+    .fetch_all(exec)
+    .await
+}
+
+/// The last time each alarm type was raised for the user (for cooldowns across restarts).
+pub async fn last_raised<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+) -> sqlx::Result<Vec<(String, i64)>> {
+    sqlx::query_as(
+        "SELECT alarm_type, MAX(raised_at) FROM alarms WHERE user_id = $1 GROUP BY alarm_type",
+    )
+    .bind(user_id)
+    .fetch_all(exec)
+    .await
+}

@@ -1,0 +1,108 @@
+//! The bot of each user: what it trades and where, its status and scan progress.
+
+use sqlx::{Any, Executor, FromRow};
+
+#[derive(Debug, Clone, FromRow)]
+pub struct BotRow {
+    pub user_id: String,
+    pub id: String,
+    pub status: String,
+    pub broker: String,
+    pub paper_trading: i64,
+    pub risk_profile: String,
+    pub strategy: String,
+    /// JSON array of symbols.
+    pub symbols: String,
+    pub started_at: Option<i64>,
+    pub last_scan_at: Option<i64>,
+    pub scan_seq: i64,
+    /// Base64 of the strategy's state blob.
+    pub strategy_state: String,
+    pub last_error: Option<String>,
+}
+
+const BOT_COLUMNS: &str = "user_id, id, status, broker, paper_trading, risk_profile, strategy, symbols, \
+                           started_at, last_scan_at, scan_seq, strategy_state, last_error";
+
+pub async fn bot<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+) -> sqlx::Result<Option<BotRow>> {
+    sqlx::query_as(sql!("SELECT {BOT_COLUMNS} FROM bots WHERE user_id = $1"))
+        .bind(user_id)
+        .fetch_optional(exec)
+        .await
+}
+
+/// Bots a starting server must resume: everything not stopped for good.
+pub async fn resumable_bots<'e>(
+    exec: impl Executor<'e, Database = Any>,
+) -> sqlx::Result<Vec<BotRow>> {
+    sqlx::query_as(sql!(
+        "SELECT {BOT_COLUMNS} FROM bots WHERE status IN ('starting', 'running', 'paused')"
+    ))
+    .fetch_all(exec)
+    .await
+}
+
+pub async fn upsert_bot<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    bot: &BotRow,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO bots (user_id, id, status, broker, paper_trading, risk_profile, strategy, symbols, started_at, \
+         last_scan_at, scan_seq, strategy_state, last_error, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+         ON CONFLICT (user_id) DO UPDATE SET status = $3, broker = $4, paper_trading = $5, risk_profile = $6, \
+         strategy = $7, symbols = $8, started_at = $9, last_scan_at = $10, scan_seq = $11, strategy_state = $12, \
+         last_error = $13, updated_at = $14",
+    )
+    .bind(&bot.user_id)
+    .bind(&bot.id)
+    .bind(&bot.status)
+    .bind(&bot.broker)
+    .bind(bot.paper_trading)
+    .bind(&bot.risk_profile)
+    .bind(&bot.strategy)
+    .bind(&bot.symbols)
+    .bind(bot.started_at)
+    .bind(bot.last_scan_at)
+    .bind(bot.scan_seq)
+    .bind(&bot.strategy_state)
+    .bind(&bot.last_error)
+    .bind(now)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+/// Records a scan's progress without touching the status (which is written under the user's
+/// lock as it changes).
+pub async fn record_scan<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    bot: &BotRow,
+    now: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE bots SET last_scan_at = $2, scan_seq = $3, strategy_state = $4, updated_at = $5 WHERE user_id = $1",
+    )
+    .bind(&bot.user_id)
+    .bind(bot.last_scan_at)
+    .bind(bot.scan_seq)
+    .bind(&bot.strategy_state)
+    .bind(now)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+pub async fn count_bots_by_status<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    status: &str,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT COUNT(*) FROM bots WHERE status = $1")
+        .bind(status)
+        .fetch_one(exec)
+        .await
+}

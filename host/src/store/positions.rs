@@ -1,0 +1,231 @@
+//! Positions: what each account holds, opened and changed by fills, with the close the engine is
+//! working on. Decimals are TEXT in the table and `Decimal` everywhere else.
+
+use sqlx::any::AnyArguments;
+use sqlx::{Any, Arguments, Executor, FromRow};
+
+use super::{Db, Filter, Owned, dec, opt_dec, opt_text};
+use crate::engine::accounting::{Closing, Position, Side};
+
+#[derive(FromRow)]
+struct PositionRow {
+    id: String,
+    broker: String,
+    strategy: Option<String>,
+    symbol: String,
+    side: String,
+    quantity: String,
+    entry_price: String,
+    cost: Option<String>,
+    entry_fees: String,
+    stop_loss: Option<String>,
+    take_profit: Option<String>,
+    trail_pct: Option<String>,
+    extreme_price: String,
+    current_price: String,
+    opened_at: i64,
+    close_reason: Option<String>,
+    close_attempts: i64,
+    next_close_at: Option<i64>,
+    close_error: Option<String>,
+}
+
+impl PositionRow {
+    fn into_position(self) -> sqlx::Result<Position> {
+        let quantity = dec(&self.quantity)?;
+        let entry_price = dec(&self.entry_price)?;
+        Ok(Position {
+            side: Side::parse(&self.side).ok_or_else(|| {
+                sqlx::Error::Decode(format!("position side {:?}", self.side).into())
+            })?,
+            quantity,
+            entry_price,
+            // Positions opened before costs were kept were opened in one fill.
+            cost: match &self.cost {
+                Some(cost) => dec(cost)?,
+                None => entry_price * quantity,
+            },
+            entry_fees: dec(&self.entry_fees)?,
+            stop_loss: opt_dec(&self.stop_loss)?,
+            take_profit: opt_dec(&self.take_profit)?,
+            trail_pct: opt_dec(&self.trail_pct)?,
+            extreme_price: dec(&self.extreme_price)?,
+            current_price: dec(&self.current_price)?,
+            opened_at_ms: self.opened_at,
+            closing: self.close_reason.map(|reason| Closing {
+                reason,
+                attempts: self.close_attempts.max(0) as u32,
+                next_attempt_at: self.next_close_at.unwrap_or(0),
+                last_error: self.close_error,
+            }),
+            id: self.id,
+            broker: self.broker,
+            strategy: self.strategy.unwrap_or_default(),
+            symbol: self.symbol,
+        })
+    }
+}
+
+#[derive(FromRow)]
+struct OwnedPositionRow {
+    user_id: String,
+    #[sqlx(flatten)]
+    position: PositionRow,
+}
+
+const POSITION_COLUMNS: &str = "id, broker, strategy, symbol, side, quantity, entry_price, cost, entry_fees, stop_loss, take_profit, \
+                                trail_pct, extreme_price, current_price, opened_at, close_reason, close_attempts, \
+                                next_close_at, close_error";
+
+pub async fn open_positions<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+) -> sqlx::Result<Vec<Position>> {
+    let rows: Vec<PositionRow> = sqlx::query_as(sql!(
+        "SELECT {POSITION_COLUMNS} FROM positions WHERE user_id = $1 AND status = 'open' ORDER BY opened_at, id"
+    ))
+    .bind(user_id)
+    .fetch_all(exec)
+    .await?;
+    rows.into_iter().map(PositionRow::into_position).collect()
+}
+
+/// Users with an open position.
+pub async fn users_with_open_positions<'e>(
+    exec: impl Executor<'e, Database = Any>,
+) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar("SELECT DISTINCT user_id FROM positions WHERE status = 'open'")
+        .fetch_all(exec)
+        .await
+}
+
+/// Open positions with their owners, newest first (the ledger routes' view across users).
+pub async fn open_owned(db: &Db, filter: &Filter) -> sqlx::Result<Vec<Owned<Position>>> {
+    let mut args = AnyArguments::default();
+    let conditions = filter.where_clause("opened_at", &["status = 'open'"], &mut args);
+    let sql = format!(
+        "SELECT user_id, {POSITION_COLUMNS} FROM positions {conditions} ORDER BY opened_at DESC, id DESC"
+    );
+    let rows: Vec<OwnedPositionRow> = sqlx::query_as_with(sqlx::AssertSqlSafe(sql), args)
+        .fetch_all(&db.pool)
+        .await?;
+    rows.into_iter()
+        .map(|owned| {
+            Ok(Owned {
+                user_id: owned.user_id,
+                row: owned.position.into_position()?,
+            })
+        })
+        .collect()
+}
+
+/// Open positions of a user (or every user), on one broker (or every broker).
+pub async fn count_open<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: Option<&str>,
+    broker: Option<&str>,
+) -> sqlx::Result<i64> {
+    let mut args = AnyArguments::default();
+    let mut sql = String::from("SELECT COUNT(*) FROM positions WHERE status = 'open'");
+    for (column, value) in [("user_id", user_id), ("broker", broker)] {
+        if let Some(value) = value {
+            args.add(value.to_string())
+                .expect("a text argument encodes");
+            sql.push_str(&format!(" AND {column} = ${}", args.len()));
+        }
+    }
+    sqlx::query_scalar_with(sqlx::AssertSqlSafe(sql), args)
+        .fetch_one(exec)
+        .await
+}
+
+pub async fn insert_position<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    p: &Position,
+    now: i64,
+) -> sqlx::Result<()> {
+    let closing = p.closing.as_ref();
+    sqlx::query(sql!(
+        "INSERT INTO positions (user_id, {POSITION_COLUMNS}, status, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, 'open', $21)"
+    ))
+    .bind(user_id)
+    .bind(&p.id)
+    .bind(&p.broker)
+    .bind(&p.strategy)
+    .bind(&p.symbol)
+    .bind(p.side.as_str())
+    .bind(p.quantity.to_string())
+    .bind(p.entry_price.to_string())
+    .bind(p.cost.to_string())
+    .bind(p.entry_fees.to_string())
+    .bind(opt_text(p.stop_loss))
+    .bind(opt_text(p.take_profit))
+    .bind(opt_text(p.trail_pct))
+    .bind(p.extreme_price.to_string())
+    .bind(p.current_price.to_string())
+    .bind(p.opened_at_ms)
+    .bind(closing.map(|c| c.reason.clone()))
+    .bind(closing.map_or(0, |c| i64::from(c.attempts)))
+    .bind(closing.map(|c| c.next_attempt_at))
+    .bind(closing.and_then(|c| c.last_error.clone()))
+    .bind(now)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+/// Writes a position's quantity, cost, fees, marks and pending close; a zero quantity closes it.
+pub async fn update_position<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    p: &Position,
+    now: i64,
+) -> sqlx::Result<()> {
+    let closed = p.quantity.is_zero();
+    let closing = p.closing.as_ref().filter(|_| !closed);
+    sqlx::query(
+        "UPDATE positions SET quantity = $2, entry_price = $3, cost = $4, entry_fees = $5, extreme_price = $6, \
+         current_price = $7, status = $8, closed_at = $9, close_reason = $10, close_attempts = $11, \
+         next_close_at = $12, close_error = $13, updated_at = $14 WHERE id = $1",
+    )
+    .bind(&p.id)
+    .bind(p.quantity.to_string())
+    .bind(p.entry_price.to_string())
+    .bind(p.cost.to_string())
+    .bind(p.entry_fees.to_string())
+    .bind(p.extreme_price.to_string())
+    .bind(p.current_price.to_string())
+    .bind(if closed { "closed" } else { "open" })
+    .bind(closed.then_some(now))
+    .bind(closing.map(|c| c.reason.clone()))
+    .bind(closing.map_or(0, |c| i64::from(c.attempts)))
+    .bind(closing.map(|c| c.next_attempt_at))
+    .bind(closing.and_then(|c| c.last_error.clone()))
+    .bind(now)
+    .execute(exec)
+    .await?;
+    Ok(())
+}
+
+/// Writes only a position's pending close (the rest of it is unchanged).
+pub async fn update_closing<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    p: &Position,
+    now: i64,
+) -> sqlx::Result<()> {
+    let closing = p.closing.as_ref();
+    sqlx::query(
+        "UPDATE positions SET close_reason = $2, close_attempts = $3, next_close_at = $4, close_error = $5, \
+         updated_at = $6 WHERE id = $1 AND status = 'open'",
+    )
+    .bind(&p.id)
+    .bind(closing.map(|c| c.reason.clone()))
+    .bind(closing.map_or(0, |c| i64::from(c.attempts)))
+    .bind(closing.map(|c| c.next_attempt_at))
+    .bind(closing.and_then(|c| c.last_error.clone()))
+    .bind(now)
+    .execute(exec)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,181 @@
+//! Completed trades: one row per closed position (or each close of it), booked with the fill that
+//! closed it and added to the account's running totals in the same transaction.
+
+use sqlx::any::AnyArguments;
+use sqlx::{Any, Executor, FromRow};
+
+use super::{Db, Filter, Owned, dec, limit_clause};
+use crate::engine::accounting::{CompletedTrade, Side};
+
+/// Books a completed trade and adds it to its account's running totals, in the caller's
+/// transaction.
+pub async fn insert_trade(
+    conn: &mut sqlx::AnyConnection,
+    user_id: &str,
+    t: &CompletedTrade,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO trades (id, user_id, position_id, broker, symbol, side, quantity, entry_price, exit_price, size_usd, \
+         gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes, entry_fee, strategy) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
+    )
+    .bind(&t.id)
+    .bind(user_id)
+    .bind(&t.position_id)
+    .bind(&t.broker)
+    .bind(&t.symbol)
+    .bind(t.side.as_str())
+    .bind(t.quantity.to_string())
+    .bind(t.entry_price.to_string())
+    .bind(t.exit_price.to_string())
+    .bind(t.size_usd.to_string())
+    .bind(t.gross_pnl.to_string())
+    .bind(t.fees.to_string())
+    .bind(t.net_pnl.to_string())
+    .bind(t.pnl_pct.to_string())
+    .bind(&t.exit_reason)
+    .bind(t.opened_at_ms)
+    .bind(t.closed_at_ms)
+    .bind(t.duration_minutes)
+    .bind(t.entry_fee.to_string())
+    .bind(&t.strategy)
+    .execute(&mut *conn)
+    .await?;
+    super::totals::add_trade(conn, user_id, t).await
+}
+
+#[derive(FromRow)]
+struct TradeRow {
+    id: String,
+    position_id: String,
+    broker: String,
+    symbol: String,
+    side: String,
+    quantity: String,
+    entry_price: String,
+    exit_price: String,
+    size_usd: String,
+    gross_pnl: String,
+    fees: String,
+    net_pnl: String,
+    pnl_pct: String,
+    exit_reason: String,
+    opened_at: i64,
+    closed_at: i64,
+    duration_minutes: i64,
+    entry_fee: Option<String>,
+    strategy: Option<String>,
+}
+
+impl TradeRow {
+    fn into_trade(self) -> sqlx::Result<CompletedTrade> {
+        Ok(CompletedTrade {
+            side: Side::parse(&self.side).unwrap_or(Side::Long),
+            quantity: dec(&self.quantity)?,
+            entry_price: dec(&self.entry_price)?,
+            exit_price: dec(&self.exit_price)?,
+            size_usd: dec(&self.size_usd)?,
+            gross_pnl: dec(&self.gross_pnl)?,
+            fees: dec(&self.fees)?,
+            // Trades booked before the split was recorded count their whole fee as entry fee.
+            entry_fee: dec(self.entry_fee.as_deref().unwrap_or(&self.fees))?,
+            net_pnl: dec(&self.net_pnl)?,
+            pnl_pct: dec(&self.pnl_pct)?,
+            opened_at_ms: self.opened_at,
+            closed_at_ms: self.closed_at,
+            duration_minutes: self.duration_minutes,
+            id: self.id,
+            position_id: self.position_id,
+            broker: self.broker,
+            strategy: self.strategy.unwrap_or_default(),
+            symbol: self.symbol,
+            exit_reason: self.exit_reason,
+        })
+    }
+}
+
+#[derive(FromRow)]
+struct OwnedTradeRow {
+    user_id: String,
+    #[sqlx(flatten)]
+    trade: TradeRow,
+}
+
+const TRADE_COLUMNS: &str = "id, position_id, broker, symbol, side, quantity, entry_price, exit_price, size_usd, \
+                             gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes, entry_fee, strategy";
+
+/// Completed trades with their owners, latest exit first; `limit` None means all.
+pub async fn page(
+    db: &Db,
+    filter: &Filter,
+    limit: Option<i64>,
+    offset: i64,
+) -> sqlx::Result<Vec<Owned<CompletedTrade>>> {
+    let mut args = AnyArguments::default();
+    let conditions = filter.where_clause("closed_at", &[], &mut args);
+    let limit = limit_clause(limit, offset, &mut args);
+    let rows: Vec<OwnedTradeRow> = sqlx::query_as_with(
+        sql!("SELECT user_id, {TRADE_COLUMNS} FROM trades {conditions} ORDER BY closed_at DESC, id DESC{limit}"),
+        args,
+    )
+    .fetch_all(&db.pool)
+    .await?;
+    rows.into_iter()
+        .map(|owned| {
+            Ok(Owned {
+                user_id: owned.user_id,
+                row: owned.trade.into_trade()?,
+            })
+        })
+        .collect()
+}
+
+/// How many completed trades the filter takes: a whole account's from its running totals, so a
+/// page does not count the history.
+pub async fn count(db: &Db, filter: &Filter) -> sqlx::Result<i64> {
+    if filter.is_whole_account()
+        && let Some(user_id) = &filter.user_id
+    {
+        return Ok(super::totals::get(&db.pool, user_id).await?.trades as i64);
+    }
+    let mut args = AnyArguments::default();
+    let conditions = filter.where_clause("closed_at", &[], &mut args);
+    sqlx::query_scalar_with(sql!("SELECT COUNT(*) FROM trades {conditions}"), args)
+        .fetch_one(&db.pool)
+        .await
+}
+
+/// Every completed trade closed at or after `since`, oldest first (for statistics).
+pub async fn trades_since<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    since: i64,
+) -> sqlx::Result<Vec<CompletedTrade>> {
+    let rows: Vec<TradeRow> = sqlx::query_as(sql!(
+        "SELECT {TRADE_COLUMNS} FROM trades WHERE user_id = $1 AND closed_at >= $2 ORDER BY closed_at, id"
+    ))
+    .bind(user_id)
+    .bind(since)
+    .fetch_all(exec)
+    .await?;
+    rows.into_iter().map(TradeRow::into_trade).collect()
+}
+
+/// The completed trades closed in `[from, until)`, oldest first.
+pub async fn trades_between<'e>(
+    exec: impl Executor<'e, Database = Any>,
+    user_id: &str,
+    from: i64,
+    until: i64,
+) -> sqlx::Result<Vec<CompletedTrade>> {
+    let rows: Vec<TradeRow> = sqlx::query_as(sql!(
+        "SELECT {TRADE_COLUMNS} FROM trades WHERE user_id = $1 AND closed_at >= $2 AND closed_at < $3 \
+         ORDER BY closed_at, id"
+    ))
+    .bind(user_id)
+    .bind(from)
+    .bind(until)
+    .fetch_all(exec)
+    .await?;
+    rows.into_iter().map(TradeRow::into_trade).collect()
+}
