@@ -730,6 +730,17 @@ pub type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// A unique e-mail address for this test.
+/// Returns early in a clock minute: when less than 20 s are left of the current one, it waits
+/// for the next. The rate limiter counts in fixed one-minute windows aligned to the clock, so a
+/// test that counts requests up to a limit must not have a window end in the middle of it.
+pub async fn early_in_a_rate_window() {
+    let into_minute = chrono::Utc::now().timestamp_millis().rem_euclid(60_000);
+    let left = 60_000 - into_minute;
+    if left < 20_000 {
+        tokio::time::sleep(Duration::from_millis(left as u64 + 50)).await;
+    }
+}
+
 pub fn email(tag: &str) -> String {
     format!(
         "{tag}-{}@example.com",

@@ -2,7 +2,7 @@
 //! tier, failed-login throttling per e-mail; 429 executes nothing.
 
 use serde_json::json;
-use tradehost_blackbox::{PASSWORD, Server, email};
+use tradehost_blackbox::{PASSWORD, Server, early_in_a_rate_window, email};
 
 fn assert_headers(reply: &tradehost_blackbox::Reply, limit: u32) {
     assert_eq!(
@@ -59,6 +59,7 @@ async fn auth_routes_are_limited_per_ip_and_a_refused_request_does_nothing() {
         .env("TRADEHOST_AUTH_RATE_LIMIT", "3")
         .start()
         .await;
+    early_in_a_rate_window().await;
     for n in 0..3 {
         server.register(&format!("ip{n}-{}", email("lim"))).await;
     }
@@ -83,6 +84,7 @@ async fn auth_routes_are_limited_per_ip_and_a_refused_request_does_nothing() {
 #[tokio::test]
 async fn users_are_limited_by_their_tier() {
     let server = Server::start().await;
+    early_in_a_rate_window().await;
     // A trial user has basic's 30 requests per minute.
     let (_, trial_token) = server.user(&email("trial")).await;
     for _ in 0..30 {
@@ -144,6 +146,7 @@ async fn failed_logins_are_throttled_per_email() {
         .env("TRADEHOST_FAILED_LOGIN_LIMIT", "3")
         .start()
         .await;
+    early_in_a_rate_window().await;
     let victim = email("victim");
     let bystander = email("bystander");
     server.register(&victim).await;
@@ -195,6 +198,7 @@ async fn parallel_guesses_evaluate_at_most_the_limit() {
         .env("TRADEHOST_AUTH_RATE_LIMIT", "100000")
         .start()
         .await;
+    early_in_a_rate_window().await;
     let victim = email("parallel-victim");
     server.register(&victim).await;
     let sessions_before = server.count("SELECT COUNT(*) FROM sessions").await;
