@@ -18,7 +18,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{configure, env_or, start_bots, upload};
+use support::{bots_that_place_nothing, env_or, start_bots, upload};
 use tradehost::App;
 use tradehost::engine;
 
@@ -80,15 +80,7 @@ fn main() {
         // No trades: the strict risk rule denies every order on a market that barely moves.
         let dir = tempfile::tempdir().unwrap();
         let app = app(dir.path(), true).await;
-        let version = upload(
-            &app,
-            "plugins/testing/risk-guards-strict",
-            "risk_guards_strict.wasm",
-        )
-        .await;
-        app.plugins.activate("risk-guards", &version).await.unwrap();
-        configure(&app, "paper", &[("speed", "0.001")]).await;
-        start_bots(&app, bots, "ema-cross").await;
+        bots_that_place_nothing(&app, bots, "ema-cross").await;
         measure(&app, "no trades", secs).await;
 
         // With trades: every scan of every bot fills an order per symbol; bookings share disk

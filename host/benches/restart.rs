@@ -15,7 +15,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use rust_decimal::Decimal;
-use support::{configure, env_or, start_bots, upload};
+use support::{bots_that_place_nothing, env_or};
 use tradehost::App;
 use tradehost::engine::accounting::{Position, Side};
 use tradehost::engine::{self, with_trader};
@@ -123,15 +123,7 @@ fn main() {
         let dir = tempfile::tempdir().unwrap();
         let seeding = Instant::now();
         let app = app(dir.path()).await;
-        let version = upload(
-            &app,
-            "plugins/testing/risk-guards-strict",
-            "risk_guards_strict.wasm",
-        )
-        .await;
-        app.plugins.activate("risk-guards", &version).await.unwrap();
-        configure(&app, "paper", &[("speed", "0.001")]).await;
-        start_bots(&app, bots, "ema-cross").await;
+        bots_that_place_nothing(&app, bots, "ema-cross").await;
         let users: Vec<String> = sqlx::query_scalar("SELECT user_id FROM bots ORDER BY user_id")
             .fetch_all(&app.db.pool)
             .await

@@ -108,3 +108,17 @@ pub async fn configure(app: &App, name: &str, values: &[(&str, &str)]) {
         .collect();
     app.plugins.configure(name, values).await.unwrap();
 }
+
+/// `count` bots trading `strategy` on a market that barely moves, whose every order the strict
+/// risk rule denies: their scans run the whole pipeline and place nothing.
+pub async fn bots_that_place_nothing(app: &App, count: u64, strategy: &str) {
+    let version = upload(
+        app,
+        "plugins/testing/risk-guards-strict",
+        "risk_guards_strict.wasm",
+    )
+    .await;
+    app.plugins.activate("risk-guards", &version).await.unwrap();
+    configure(app, "paper", &[("speed", "0.001")]).await;
+    start_bots(app, count, strategy).await;
+}

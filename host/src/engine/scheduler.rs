@@ -111,8 +111,32 @@ async fn write_batch(app: &App, snapshots: &[Snapshot], bots: &[BotRow]) -> sqlx
     tx.commit().await
 }
 
+/// Traders loaded at the same time when a tick finds them not in memory.
+const LOAD_PARALLELISM: usize = 8;
+
+/// Loads the traders of the due bots that are not in memory yet (after a start, every one),
+/// several at a time: a load is a dozen reads, and one after another they would hold a start
+/// with thousands of bots for seconds before their positions are watched again. A load that
+/// fails is tried again where the tick locks the bot.
+async fn load_missing(app: &App, due: &[Arc<Cell>]) {
+    let permits = Arc::new(Semaphore::new(LOAD_PARALLELISM));
+    let mut loads = JoinSet::new();
+    for cell in due {
+        if !cell.trader.try_lock().is_ok_and(|trader| trader.is_none()) {
+            continue;
+        }
+        let (app, cell, permits) = (app.clone(), cell.clone(), permits.clone());
+        loads.spawn(async move {
+            let _permit = permits.acquire_owned().await.expect("semaphore open");
+            let _ = lock(&app, &cell).await;
+        });
+    }
+    while loads.join_next().await.is_some() {}
+}
+
 /// Candles for every (broker, symbol, interval) the due bots trade, one plugin call each.
 async fn fetch_market(app: &App, due: &[Arc<Cell>]) -> Market {
+    load_missing(app, due).await;
     let mut keys: HashSet<MarketKey> = HashSet::new();
     for cell in due {
         let Ok(guard) = lock(app, cell).await else {
