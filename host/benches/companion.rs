@@ -84,7 +84,7 @@ fn main() {
         // The top tier's budget (× the multiplier), so the concurrent run never meets a 429.
         sqlx::query("UPDATE users SET subscription_tier = 'enterprise' WHERE id = $1")
             .bind(&user_id)
-            .execute(&app.db.pool)
+            .execute(app.db.pool.as_sqlite())
             .await
             .expect("the tier is set");
     });

@@ -41,7 +41,7 @@ async fn measure(app: &App, label: &str, secs: u64) {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let orders = |app: App| async move {
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM orders WHERE status = 'filled'")
-            .fetch_one(&app.db.pool)
+            .fetch_one(app.db.pool.as_sqlite())
             .await
             .unwrap();
         count
@@ -56,12 +56,12 @@ async fn measure(app: &App, label: &str, secs: u64) {
     scheduler.abort();
     let by_status: Vec<(String, i64)> =
         sqlx::query_as("SELECT status, COUNT(*) FROM orders GROUP BY status")
-            .fetch_all(&app.db.pool)
+            .fetch_all(app.db.pool.as_sqlite())
             .await
             .unwrap();
     let bot_states: Vec<(String, i64)> =
         sqlx::query_as("SELECT status, COUNT(*) FROM bots GROUP BY status")
-            .fetch_all(&app.db.pool)
+            .fetch_all(app.db.pool.as_sqlite())
             .await
             .unwrap();
     println!("{label}: orders by status {by_status:?}, bots by status {bot_states:?}");

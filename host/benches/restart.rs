@@ -48,7 +48,7 @@ async fn seed_history(app: &App, users: &[String], count: u64) {
         .bind(user_id)
         .bind(count as i64)
         .bind(first_close)
-        .execute(&app.db.pool)
+        .execute(app.db.pool.as_sqlite())
         .await
         .unwrap();
     }
@@ -75,7 +75,7 @@ async fn seed_history(app: &App, users: &[String], count: u64) {
         .bind(first_close + (count as i64 - 1) * 60_000)
         .bind(count as i64 * 30_000)
         .bind(first_close)
-        .execute(&app.db.pool)
+        .execute(app.db.pool.as_sqlite())
         .await
         .unwrap();
     }
@@ -125,7 +125,7 @@ fn main() {
         let app = app(dir.path()).await;
         bots_that_place_nothing(&app, bots, "ema-cross").await;
         let users: Vec<String> = sqlx::query_scalar("SELECT user_id FROM bots ORDER BY user_id")
-            .fetch_all(&app.db.pool)
+            .fetch_all(app.db.pool.as_sqlite())
             .await
             .unwrap();
         seed_history(&app, &users, trades).await;

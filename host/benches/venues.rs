@@ -76,7 +76,7 @@ async fn user_on(app: &App, broker: &str, connection: serde_json::Value) -> Prin
     .unwrap();
     sqlx::query("UPDATE users SET subscription_tier = 'enterprise' WHERE id = $1")
         .bind(&id)
-        .execute(&app.db.pool)
+        .execute(app.db.pool.as_sqlite())
         .await
         .unwrap();
     let user = Principal::of_user(users::by_id(&app.db.pool, &id).await.unwrap().unwrap());
@@ -227,7 +227,7 @@ async fn through_the_engine(
             "SELECT COUNT(*) FROM orders WHERE user_id = $1 AND status = 'filled'",
         )
         .bind(user_id)
-        .fetch_one(&app.db.pool)
+        .fetch_one(app.db.pool.as_sqlite())
         .await
         .unwrap();
         count
@@ -248,7 +248,7 @@ async fn through_the_engine(
     )
     .bind(&user.user_id)
     .bind(since)
-    .fetch_all(&app.db.pool)
+    .fetch_all(app.db.pool.as_sqlite())
     .await
     .unwrap();
     times.sort_unstable();

@@ -15,7 +15,7 @@ use crate::csv_cells;
 use crate::engine::{metrics, reports};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::plugins::registry::sha256_hex;
-use crate::store::{Filter, ledger, trades};
+use crate::store::{Filter, ledger, on, trades};
 use crate::store::{iso8601, new_id, now_ms};
 
 pub const LINK_LIFETIME_MS: i64 = 15 * 60 * 1000;
@@ -241,7 +241,8 @@ pub async fn create(
     let token = hex::encode(secret);
     let now = now_ms();
     let expires_at = now + LINK_LIFETIME_MS;
-    sqlx::query(
+    on!(&app.db.pool, |c| {
+        sqlx::query(
         "INSERT INTO exports (id, user_id, token_hash, file_name, format, data_type, size_bytes, created_at, expires_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
@@ -254,8 +255,8 @@ pub async fn create(
     .bind(body.len() as i64)
     .bind(now)
     .bind(expires_at)
-    .execute(&app.db.pool)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(Exported {
         download_url: format!("/api/v1/analytics/export/{id}?token={token}"),
         export_id: id,
@@ -281,12 +282,12 @@ pub async fn download(
     token: Option<&str>,
 ) -> ApiResult<(String, Vec<u8>)> {
     let not_found = || ApiError::new(ErrorCode::NotFound, "Export not found");
-    let row: ExportRow = sqlx::query_as(
+    let row: ExportRow = on!(&app.db.pool, |c| sqlx::query_as(
         "SELECT user_id, token_hash, file_name, format, expires_at FROM exports WHERE id = $1",
     )
     .bind(export_id)
-    .fetch_optional(&app.db.pool)
-    .await?
+    .fetch_optional(c)
+    .await)?
     .ok_or_else(not_found)?;
     let presented = sha256_hex(token.unwrap_or_default().as_bytes());
     let matches: bool =
@@ -313,17 +314,21 @@ pub async fn download(
 
 /// Deletes exports whose links have expired (called by the background sweeper).
 pub async fn sweep(app: &App) -> anyhow::Result<()> {
-    let expired: Vec<(String, String)> =
-        sqlx::query_as("SELECT id, file_name FROM exports WHERE expires_at <= $1")
-            .bind(now_ms())
-            .fetch_all(&app.db.pool)
-            .await?;
+    let expired: Vec<(String, String)> = on!(&app.db.pool, |c| sqlx::query_as(
+        "SELECT id, file_name FROM exports WHERE expires_at <= $1"
+    )
+    .bind(now_ms())
+    .fetch_all(c)
+    .await)?;
     for (id, file_name) in expired {
         let _ = tokio::fs::remove_file(export_dir(app).join(&file_name)).await;
-        sqlx::query("DELETE FROM exports WHERE id = $1")
-            .bind(&id)
-            .execute(&app.db.pool)
-            .await?;
+        on!(&app.db.pool, |c| sqlx::query(
+            "DELETE FROM exports WHERE id = $1"
+        )
+        .bind(&id)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))?;
     }
     Ok(())
 }

@@ -5,11 +5,10 @@
 
 use rust_decimal::Decimal;
 use serde::Serialize;
-use sqlx::{Any, Executor};
 use tokio::sync::Notify;
 
 use crate::App;
-use crate::store::{new_id, notifications};
+use crate::store::{Executes, new_id, notifications};
 
 /// What a notification is about. Webhooks choose among these; mail follows the settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -80,7 +79,7 @@ impl Notifier {
 
 /// Records an event in the caller's transaction.
 pub async fn record<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: Option<&str>,
     kind: Kind,
     payload: &impl Serialize,

@@ -78,7 +78,7 @@ pub async fn start_bots(app: &App, count: u64, strategy: &str) {
         // The top tier, so the daily trade limit does not end the churn within the run.
         sqlx::query("UPDATE users SET subscription_tier = 'enterprise' WHERE id = $1")
             .bind(&id)
-            .execute(&app.db.pool)
+            .execute(app.db.pool.as_sqlite())
             .await
             .unwrap();
         let user = Principal::of_user(users::by_id(&app.db.pool, &id).await.unwrap().unwrap());

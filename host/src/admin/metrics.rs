@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
+use crate::store::{Executes, on};
 use rust_decimal::Decimal;
 use serde::Serialize;
-use sqlx::{Any, Executor};
 
 use crate::App;
 use crate::engine::accounting::float;
@@ -61,30 +61,32 @@ pub struct Metrics {
 }
 
 async fn count<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     sql: &'static str,
     since: Option<i64>,
 ) -> sqlx::Result<i64> {
-    match since {
-        Some(since) => sqlx::query_scalar(sql).bind(since).fetch_one(exec).await,
-        None => sqlx::query_scalar(sql).fetch_one(exec).await,
-    }
+    on!(exec, |c| match since {
+        Some(since) => sqlx::query_scalar(sql).bind(since).fetch_one(c).await,
+        None => sqlx::query_scalar(sql).fetch_one(c).await,
+    })
 }
 
 pub async fn collect(app: &App) -> ApiResult<Metrics> {
     let db = &app.db.pool;
     let day_ago = now_ms() - DAY_MS;
-    let tiers: Vec<(String, i64)> =
-        sqlx::query_as("SELECT subscription_tier, COUNT(*) FROM users GROUP BY subscription_tier")
-            .fetch_all(db)
-            .await?;
+    let tiers: Vec<(String, i64)> = on!(db, |c| sqlx::query_as(
+        "SELECT subscription_tier, COUNT(*) FROM users GROUP BY subscription_tier"
+    )
+    .fetch_all(c)
+    .await)?;
     let tier_count = |tier: &str| tiers.iter().find(|(t, _)| t == tier).map_or(0, |(_, n)| *n);
     // Revenue from recorded subscriptions: the monthly equivalent of every active one; churn is
     // the share of subscriptions live 30 days ago (or started since) that have been cancelled.
-    let subscriptions: Vec<(String, String, String, Option<i64>)> =
-        sqlx::query_as("SELECT status, billing_interval, amount, cancelled_at FROM subscriptions")
-            .fetch_all(db)
-            .await?;
+    let subscriptions: Vec<(String, String, String, Option<i64>)> = on!(db, |c| sqlx::query_as(
+        "SELECT status, billing_interval, amount, cancelled_at FROM subscriptions"
+    )
+    .fetch_all(c)
+    .await)?;
     let month_ago = now_ms() - 30 * DAY_MS;
     let mrr: Decimal = subscriptions
         .iter()
@@ -111,11 +113,12 @@ pub async fn collect(app: &App) -> ApiResult<Metrics> {
         })
         .count();
     let mrr = float(mrr.round_dp(2));
-    let notional: Vec<String> =
-        sqlx::query_scalar("SELECT notional FROM ledger WHERE created_at >= $1")
-            .bind(day_ago)
-            .fetch_all(db)
-            .await?;
+    let notional: Vec<String> = on!(db, |c| sqlx::query_scalar(
+        "SELECT notional FROM ledger WHERE created_at >= $1"
+    )
+    .bind(day_ago)
+    .fetch_all(c)
+    .await)?;
     let volume: Decimal = notional
         .iter()
         .filter_map(|n| n.parse::<Decimal>().ok())

@@ -20,7 +20,7 @@ use crate::engine::accounting::float;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::audit::{self, Actor};
 use crate::store::billing::{self as rows, Payment, SubscriptionRow};
-use crate::store::{self, iso8601, new_id, now_ms, users};
+use crate::store::{self, iso8601, new_id, now_ms, on, users};
 
 use crate::store::DAY_MS;
 
@@ -875,12 +875,13 @@ pub async fn usage(app: &App, user: &Principal) -> ApiResult<Usage> {
 
 /// The most positions open at once since `since`, replaying the ledger.
 async fn peak_concurrent(app: &App, user_id: &str, since: i64) -> ApiResult<i64> {
-    let rows: Vec<(String, String, i64)> = sqlx::query_as(
+    let rows: Vec<(String, String, i64)> = on!(&app.db.pool, |c| {
+        sqlx::query_as(
         "SELECT position_id, action, created_at FROM ledger WHERE user_id = $1 ORDER BY created_at, action",
     )
     .bind(user_id)
-    .fetch_all(&app.db.pool)
-    .await?;
+    .fetch_all(c).await
+    })?;
     let mut open = std::collections::HashSet::new();
     let mut peak = 0usize;
     for (position_id, action, at) in rows {
@@ -909,7 +910,7 @@ mod tests {
     /// declines one customer.
     #[derive(Default)]
     struct Recorder {
-        pool: Mutex<Option<sqlx::AnyPool>>,
+        pool: Mutex<Option<store::Pool>>,
         charges: Mutex<Vec<(String, String)>>,
         unrecorded: Mutex<Vec<String>>,
     }
@@ -1011,11 +1012,12 @@ mod tests {
             (b.status.as_str(), b.current_period_end),
             ("past_due", ended)
         );
-        let statuses: Vec<(String, String)> =
-            sqlx::query_as("SELECT user_id, status FROM payments ORDER BY user_id")
-                .fetch_all(db)
-                .await
-                .unwrap();
+        let statuses: Vec<(String, String)> = on!(db, |c| sqlx::query_as(
+            "SELECT user_id, status FROM payments ORDER BY user_id"
+        )
+        .fetch_all(c)
+        .await)
+        .unwrap();
         assert_eq!(
             statuses,
             [("a", "settled"), ("b", "failed"), ("c", "settled")]
@@ -1026,29 +1028,33 @@ mod tests {
         assert_eq!(again, Renewals::default());
         assert_eq!(recorder.charges.lock().unwrap().len(), charges.len());
         // After the retries, a subscription whose payment keeps failing lapses to free.
-        sqlx::query("UPDATE payments SET created_at = 0")
-            .execute(db)
+        on!(db, |c| sqlx::query("UPDATE payments SET created_at = 0")
+            .execute(c)
             .await
-            .unwrap();
+            .map(|done| done.rows_affected()))
+        .unwrap();
         for _ in 0..RENEWAL_ATTEMPTS {
             let _ = renew_due(&app).await.unwrap();
-            sqlx::query("UPDATE payments SET created_at = 0")
-                .execute(db)
+            on!(db, |c| sqlx::query("UPDATE payments SET created_at = 0")
+                .execute(c)
                 .await
-                .unwrap();
+                .map(|done| done.rows_affected()))
+            .unwrap();
         }
         let b = rows::subscription(db, "b").await.unwrap().unwrap();
         assert_eq!(b.status, "cancelled");
-        let tier: String = sqlx::query_scalar("SELECT subscription_tier FROM users WHERE id = 'b'")
-            .fetch_one(db)
-            .await
-            .unwrap();
+        let tier: String = on!(db, |c| sqlx::query_scalar(
+            "SELECT subscription_tier FROM users WHERE id = 'b'"
+        )
+        .fetch_one(c)
+        .await)
+        .unwrap();
         assert_eq!(tier, "free");
-        let failed: i64 = sqlx::query_scalar(
+        let failed: i64 = on!(db, |c| sqlx::query_scalar(
             "SELECT COUNT(*) FROM payments WHERE user_id = 'b' AND status = 'failed'",
         )
-        .fetch_one(db)
-        .await
+        .fetch_one(c)
+        .await)
         .unwrap();
         assert_eq!(failed, RENEWAL_ATTEMPTS);
     }

@@ -1,6 +1,7 @@
 //! Risk alarms raised for a user and whether they are still active.
 
-use sqlx::{Any, Executor, FromRow};
+use super::Executes;
+use sqlx::FromRow;
 
 #[derive(Debug, Clone, FromRow)]
 pub struct AlarmRow {
@@ -17,11 +18,12 @@ pub struct AlarmRow {
 }
 
 pub async fn insert_alarm<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     a: &AlarmRow,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "INSERT INTO alarms (id, user_id, alarm_type, level, message, current_value, threshold_value, \
          recommended_action, status, raised_at, cleared_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
@@ -36,46 +38,46 @@ pub async fn insert_alarm<'e>(
     .bind(&a.status)
     .bind(a.raised_at)
     .bind(a.cleared_at)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
-pub async fn clear_alarm<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    id: &str,
-    now: i64,
-) -> sqlx::Result<()> {
-    sqlx::query("UPDATE alarms SET status = 'cleared', cleared_at = $2 WHERE id = $1")
-        .bind(id)
-        .bind(now)
-        .execute(exec)
-        .await?;
+pub async fn clear_alarm<'e>(exec: impl Executes<'e>, id: &str, now: i64) -> sqlx::Result<()> {
+    on!(exec, |c| sqlx::query(
+        "UPDATE alarms SET status = 'cleared', cleared_at = $2 WHERE id = $1"
+    )
+    .bind(id)
+    .bind(now)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
 pub async fn active_alarms<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
 ) -> sqlx::Result<Vec<AlarmRow>> {
-    sqlx::query_as(
+    on!(exec, |c| {
+        sqlx::query_as(
         "SELECT id, alarm_type, level, message, current_value, threshold_value, recommended_action, status, raised_at, \
          cleared_at FROM alarms WHERE user_id = $1 AND status = 'active' ORDER BY raised_at",
     )
     .bind(user_id)
-    .fetch_all(exec)
-    .await
+    .fetch_all(c).await
+    })
 }
 
 /// The last time each alarm type was raised for the user (for cooldowns across restarts).
 pub async fn last_raised<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
 ) -> sqlx::Result<Vec<(String, i64)>> {
-    sqlx::query_as(
+    on!(exec, |c| sqlx::query_as(
         "SELECT alarm_type, MAX(raised_at) FROM alarms WHERE user_id = $1 GROUP BY alarm_type",
     )
     .bind(user_id)
-    .fetch_all(exec)
-    .await
+    .fetch_all(c)
+    .await)
 }

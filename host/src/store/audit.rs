@@ -1,7 +1,7 @@
 //! The audit log: one row per security or administrative event.
 
+use super::Executes;
 use serde_json::Value;
-use sqlx::{Any, Executor};
 
 use super::{new_id, now_ms};
 
@@ -14,12 +14,13 @@ pub struct Actor<'a> {
 }
 
 pub async fn record<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     event_type: &str,
     actor: &Actor<'_>,
     metadata: Value,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "INSERT INTO audit_log (id, event_type, user_id, ip_address, user_agent, metadata, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
@@ -30,8 +31,8 @@ pub async fn record<'e>(
     .bind(actor.user_agent)
     .bind(metadata.to_string())
     .bind(now_ms())
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
@@ -67,7 +68,8 @@ pub async fn list(
     limit: i64,
     offset: i64,
 ) -> sqlx::Result<(Vec<AuditRow>, i64)> {
-    let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    let rows = on!(&db.pool, |c| {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT id, event_type, user_id, ip_address, user_agent, metadata, created_at FROM audit_log \
          WHERE {FILTER} ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6"
     )))
@@ -77,16 +79,16 @@ pub async fn list(
     .bind(filter.until_ms)
     .bind(limit)
     .bind(offset)
-    .fetch_all(&db.pool)
-    .await?;
-    let (total,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    .fetch_all(c).await
+    })?;
+    let (total,): (i64,) = on!(&db.pool, |c| sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT COUNT(*) FROM audit_log WHERE {FILTER}"
     )))
     .bind(filter.event_type.as_deref())
     .bind(filter.user_id.as_deref())
     .bind(filter.from_ms)
     .bind(filter.until_ms)
-    .fetch_one(&db.pool)
-    .await?;
+    .fetch_one(c)
+    .await)?;
     Ok((rows, total))
 }

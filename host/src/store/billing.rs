@@ -1,6 +1,7 @@
 //! Billing tables: subscriptions, payments, processed provider events and API-call counts.
 
-use sqlx::{Any, Executor, FromRow};
+use super::Executes;
+use sqlx::FromRow;
 
 #[derive(Debug, Clone, FromRow)]
 pub struct SubscriptionRow {
@@ -27,50 +28,45 @@ const COLUMNS: &str = "id, user_id, tier, billing_interval, status, current_peri
                        cancel_reason, created_at";
 
 pub async fn subscription<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
 ) -> sqlx::Result<Option<SubscriptionRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    on!(exec, |c| sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM subscriptions WHERE user_id = $1"
     )))
     .bind(user_id)
-    .fetch_optional(exec)
-    .await
+    .fetch_optional(c)
+    .await)
 }
 
 pub async fn by_customer<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     customer_id: &str,
 ) -> sqlx::Result<Option<SubscriptionRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    on!(exec, |c| sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM subscriptions WHERE customer_id = $1"
     )))
     .bind(customer_id)
-    .fetch_optional(exec)
-    .await
+    .fetch_optional(c)
+    .await)
 }
 
 /// Subscriptions whose period ended before `now` and are still running (renewal, a renewal
 /// being retried, or the end of a cancellation).
-pub async fn due<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    now: i64,
-) -> sqlx::Result<Vec<SubscriptionRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+pub async fn due<'e>(exec: impl Executes<'e>, now: i64) -> sqlx::Result<Vec<SubscriptionRow>> {
+    on!(exec, |c| {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM subscriptions WHERE status IN ('active', 'past_due') AND current_period_end <= $1"
     )))
     .bind(now)
-    .fetch_all(exec)
-    .await
+    .fetch_all(c).await
+    })
 }
 
 /// Writes the user's subscription (one per user).
-pub async fn put<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    s: &SubscriptionRow,
-    now: i64,
-) -> sqlx::Result<()> {
-    sqlx::query(sqlx::AssertSqlSafe(format!(
+pub async fn put<'e>(exec: impl Executes<'e>, s: &SubscriptionRow, now: i64) -> sqlx::Result<()> {
+    on!(exec, |c| {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
         "INSERT INTO subscriptions ({COLUMNS}, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
          ON CONFLICT (user_id) DO UPDATE SET id = $1, tier = $3, billing_interval = $4, status = $5, \
@@ -94,8 +90,8 @@ pub async fn put<'e>(
     .bind(&s.cancel_reason)
     .bind(s.created_at)
     .bind(now)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
@@ -119,11 +115,9 @@ pub struct Payment<'a> {
 }
 
 /// Writes a pending payment; `Ok(false)` when one with its idempotency key exists already.
-pub async fn insert_pending<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    p: &Payment<'_>,
-) -> sqlx::Result<bool> {
-    let result = sqlx::query(
+pub async fn insert_pending<'e>(exec: impl Executes<'e>, p: &Payment<'_>) -> sqlx::Result<bool> {
+    let result = on!(exec, |c| {
+        sqlx::query(
         "INSERT INTO payments (id, user_id, subscription_id, kind, amount, currency, provider, provider_reference, \
          description, created_at, status, idempotency_key, period_start) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, '', $8, $9, 'pending', $10, $11) ON CONFLICT (idempotency_key) DO NOTHING",
@@ -139,9 +133,9 @@ pub async fn insert_pending<'e>(
     .bind(p.created_at)
     .bind(p.idempotency_key)
     .bind(p.period_start)
-    .execute(exec)
-    .await?;
-    Ok(result.rows_affected() == 1)
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
+    Ok(result == 1)
 }
 
 #[derive(Debug, Clone, FromRow)]
@@ -161,81 +155,85 @@ pub struct PaymentRow {
 const PAYMENT_COLUMNS: &str = "id, user_id, subscription_id, kind, amount, status, provider_reference, idempotency_key, period_start, created_at";
 
 pub async fn payment_by_key<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     idempotency_key: &str,
 ) -> sqlx::Result<Option<PaymentRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    on!(exec, |c| sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {PAYMENT_COLUMNS} FROM payments WHERE idempotency_key = $1"
     )))
     .bind(idempotency_key)
-    .fetch_optional(exec)
-    .await
+    .fetch_optional(c)
+    .await)
 }
 
 /// Marks a pending payment done with the provider's reference; `Ok(false)` when it was not
 /// pending (another attempt settled it).
 pub async fn settle<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     reference: &str,
     now: i64,
 ) -> sqlx::Result<bool> {
-    let result = sqlx::query(
+    let result = on!(exec, |c| {
+        sqlx::query(
         "UPDATE payments SET status = 'settled', provider_reference = $2, settled_at = $3 WHERE id = $1 AND status = 'pending'",
     )
     .bind(id)
     .bind(reference)
     .bind(now)
-    .execute(exec)
-    .await?;
-    Ok(result.rows_affected() == 1)
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
+    Ok(result == 1)
 }
 
 /// Marks a pending payment failed (the provider refused it: nothing was taken).
 pub async fn fail<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     reason: &str,
     now: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "UPDATE payments SET status = 'failed', description = description || ': ' || $2, settled_at = $3 \
          WHERE id = $1 AND status = 'pending'",
     )
     .bind(id)
     .bind(reason)
     .bind(now)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 /// Failed renewal charges of a subscription's period: how many, and when the last was made.
 pub async fn failed_renewals<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     subscription_id: &str,
     period_start: i64,
 ) -> sqlx::Result<(i64, Option<i64>)> {
-    sqlx::query_as(
+    on!(exec, |c| {
+        sqlx::query_as(
         "SELECT COUNT(*), MAX(created_at) FROM payments WHERE subscription_id = $1 AND period_start = $2 \
          AND kind = 'charge' AND status = 'failed'",
     )
     .bind(subscription_id)
     .bind(period_start)
-    .fetch_one(exec)
-    .await
+    .fetch_one(c).await
+    })
 }
 
 /// Moves a subscription into its next period, if it is still in the one that ended at
 /// `period_end` (another instance may have renewed it already); whether it moved.
 pub async fn advance_period<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     period_end: i64,
     next_end: i64,
     now: i64,
 ) -> sqlx::Result<bool> {
-    let result = sqlx::query(
+    let result = on!(exec, |c| {
+        sqlx::query(
         "UPDATE subscriptions SET current_period_start = $2, current_period_end = $3, status = 'active', updated_at = $4 \
          WHERE id = $1 AND current_period_end = $2 AND status IN ('active', 'past_due')",
     )
@@ -243,21 +241,22 @@ pub async fn advance_period<'e>(
     .bind(period_end)
     .bind(next_end)
     .bind(now)
-    .execute(exec)
-    .await?;
-    Ok(result.rows_affected() == 1)
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
+    Ok(result == 1)
 }
 
 /// Ends a subscription whose period ended at `period_end` (cancelled at its end, or lapsed
 /// after failed renewals), if nothing else has; whether it ended it.
 pub async fn end<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     period_end: i64,
     reason: Option<&str>,
     now: i64,
 ) -> sqlx::Result<bool> {
-    let result = sqlx::query(
+    let result = on!(exec, |c| {
+        sqlx::query(
         "UPDATE subscriptions SET status = 'cancelled', cancelled_at = $3, cancel_reason = COALESCE($4, cancel_reason), \
          updated_at = $3 WHERE id = $1 AND current_period_end = $2 AND status IN ('active', 'past_due')",
     )
@@ -265,36 +264,40 @@ pub async fn end<'e>(
     .bind(period_end)
     .bind(now)
     .bind(reason)
-    .execute(exec)
-    .await?;
-    Ok(result.rows_affected() == 1)
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
+    Ok(result == 1)
 }
 
 pub async fn set_status<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     status: &str,
     now: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE subscriptions SET status = $2, updated_at = $3 WHERE id = $1")
-        .bind(id)
-        .bind(status)
-        .bind(now)
-        .execute(exec)
-        .await?;
+    on!(exec, |c| sqlx::query(
+        "UPDATE subscriptions SET status = $2, updated_at = $3 WHERE id = $1"
+    )
+    .bind(id)
+    .bind(status)
+    .bind(now)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
 /// Records a provider event; `Ok(false)` when it was processed before.
 pub async fn record_event<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     event_id: &str,
     event_type: &str,
     handled: bool,
     user_id: Option<&str>,
     now: i64,
 ) -> sqlx::Result<bool> {
-    let result = sqlx::query(
+    let result = on!(exec, |c| {
+        sqlx::query(
         "INSERT INTO payment_events (event_id, event_type, handled, user_id, received_at) VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (event_id) DO NOTHING",
     )
@@ -303,66 +306,66 @@ pub async fn record_event<'e>(
     .bind(handled as i64)
     .bind(user_id)
     .bind(now)
-    .execute(exec)
-    .await?;
-    Ok(result.rows_affected() == 1)
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
+    Ok(result == 1)
 }
 
-pub async fn event_seen<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    event_id: &str,
-) -> sqlx::Result<Option<bool>> {
-    let handled: Option<i64> =
-        sqlx::query_scalar("SELECT handled FROM payment_events WHERE event_id = $1")
-            .bind(event_id)
-            .fetch_optional(exec)
-            .await?;
+pub async fn event_seen<'e>(exec: impl Executes<'e>, event_id: &str) -> sqlx::Result<Option<bool>> {
+    let handled: Option<i64> = on!(exec, |c| sqlx::query_scalar(
+        "SELECT handled FROM payment_events WHERE event_id = $1"
+    )
+    .bind(event_id)
+    .fetch_optional(c)
+    .await)?;
     Ok(handled.map(|h| h != 0))
 }
 
 /// Adds API calls to a user's count for a UTC day.
 pub async fn add_api_calls<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     day: i64,
     calls: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| sqlx::query(
         "INSERT INTO api_usage (user_id, day, calls) VALUES ($1, $2, $3) \
          ON CONFLICT (user_id, day) DO UPDATE SET calls = api_usage.calls + $3",
     )
     .bind(user_id)
     .bind(day)
     .bind(calls)
-    .execute(exec)
-    .await?;
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
 pub async fn api_calls_since<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     day: i64,
 ) -> sqlx::Result<i64> {
-    let calls: i64 = sqlx::query_scalar("SELECT CAST(COALESCE(SUM(calls), 0) AS BIGINT) FROM api_usage WHERE user_id = $1 AND day >= $2")
+    let calls: i64 = on!(exec, |c| {
+        sqlx::query_scalar("SELECT CAST(COALESCE(SUM(calls), 0) AS BIGINT) FROM api_usage WHERE user_id = $1 AND day >= $2")
         .bind(user_id)
         .bind(day)
-        .fetch_one(exec)
-        .await?;
+        .fetch_one(c).await
+    })?;
     Ok(calls)
 }
 
 /// Fills (opening orders) and positions opened since `since`.
 pub async fn opens_since<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     since: i64,
 ) -> sqlx::Result<i64> {
-    sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(
         "SELECT COUNT(*) FROM ledger WHERE user_id = $1 AND action = 'OPEN' AND created_at >= $2",
     )
     .bind(user_id)
     .bind(since)
-    .fetch_one(exec)
-    .await
+    .fetch_one(c)
+    .await)
 }

@@ -1,6 +1,7 @@
 //! The bot of each user: what it trades and where, its status and scan progress.
 
-use sqlx::{Any, Executor, FromRow};
+use super::Executes;
+use sqlx::FromRow;
 
 #[derive(Debug, Clone, FromRow)]
 pub struct BotRow {
@@ -24,33 +25,27 @@ pub struct BotRow {
 const BOT_COLUMNS: &str = "user_id, id, status, broker, paper_trading, risk_profile, strategy, symbols, \
                            started_at, last_scan_at, scan_seq, strategy_state, last_error";
 
-pub async fn bot<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-) -> sqlx::Result<Option<BotRow>> {
-    sqlx::query_as(sql!("SELECT {BOT_COLUMNS} FROM bots WHERE user_id = $1"))
-        .bind(user_id)
-        .fetch_optional(exec)
-        .await
+pub async fn bot<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Option<BotRow>> {
+    on!(exec, |c| sqlx::query_as(sql!(
+        "SELECT {BOT_COLUMNS} FROM bots WHERE user_id = $1"
+    ))
+    .bind(user_id)
+    .fetch_optional(c)
+    .await)
 }
 
 /// Bots a starting server must resume: everything not stopped for good.
-pub async fn resumable_bots<'e>(
-    exec: impl Executor<'e, Database = Any>,
-) -> sqlx::Result<Vec<BotRow>> {
-    sqlx::query_as(sql!(
+pub async fn resumable_bots<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<BotRow>> {
+    on!(exec, |c| sqlx::query_as(sql!(
         "SELECT {BOT_COLUMNS} FROM bots WHERE status IN ('starting', 'running', 'paused')"
     ))
-    .fetch_all(exec)
-    .await
+    .fetch_all(c)
+    .await)
 }
 
-pub async fn upsert_bot<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    bot: &BotRow,
-    now: i64,
-) -> sqlx::Result<()> {
-    sqlx::query(
+pub async fn upsert_bot<'e>(exec: impl Executes<'e>, bot: &BotRow, now: i64) -> sqlx::Result<()> {
+    on!(exec, |c| {
+        sqlx::query(
         "INSERT INTO bots (user_id, id, status, broker, paper_trading, risk_profile, strategy, symbols, started_at, \
          last_scan_at, scan_seq, strategy_state, last_error, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
@@ -72,19 +67,16 @@ pub async fn upsert_bot<'e>(
     .bind(&bot.strategy_state)
     .bind(&bot.last_error)
     .bind(now)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 /// Records a scan's progress without touching the status (which is written under the user's
 /// lock as it changes).
-pub async fn record_scan<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    bot: &BotRow,
-    now: i64,
-) -> sqlx::Result<()> {
-    sqlx::query(
+pub async fn record_scan<'e>(exec: impl Executes<'e>, bot: &BotRow, now: i64) -> sqlx::Result<()> {
+    on!(exec, |c| {
+        sqlx::query(
         "UPDATE bots SET last_scan_at = $2, scan_seq = $3, strategy_state = $4, updated_at = $5 WHERE user_id = $1",
     )
     .bind(&bot.user_id)
@@ -92,17 +84,16 @@ pub async fn record_scan<'e>(
     .bind(bot.scan_seq)
     .bind(&bot.strategy_state)
     .bind(now)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
-pub async fn count_bots_by_status<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    status: &str,
-) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT COUNT(*) FROM bots WHERE status = $1")
-        .bind(status)
-        .fetch_one(exec)
-        .await
+pub async fn count_bots_by_status<'e>(exec: impl Executes<'e>, status: &str) -> sqlx::Result<i64> {
+    on!(exec, |c| sqlx::query_scalar(
+        "SELECT COUNT(*) FROM bots WHERE status = $1"
+    )
+    .bind(status)
+    .fetch_one(c)
+    .await)
 }

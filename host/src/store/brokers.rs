@@ -1,6 +1,7 @@
 //! The `broker_connections` table. Secrets are stored sealed by the vault, never in clear.
 
-use sqlx::{Any, Executor, FromRow};
+use super::Executes;
+use sqlx::FromRow;
 
 #[derive(Debug, Clone, FromRow)]
 pub struct BrokerRow {
@@ -24,11 +25,9 @@ const COLUMNS: &str = "id, user_id, name, display_name, status, api_key_sealed, 
                        api_key_masked, params_sealed, permissions, last_connected_at, created_at";
 
 /// Inserts a connection; `Ok(false)` when the user already has one for this broker.
-pub async fn insert<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    row: &BrokerRow,
-) -> sqlx::Result<bool> {
-    let result = sqlx::query(sql!(
+pub async fn insert<'e>(exec: impl Executes<'e>, row: &BrokerRow) -> sqlx::Result<bool> {
+    let result = on!(exec, |c| {
+        sqlx::query(sql!(
         "INSERT INTO broker_connections ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
          ON CONFLICT (user_id, name) DO NOTHING"
     ))
@@ -44,80 +43,77 @@ pub async fn insert<'e>(
     .bind(&row.permissions)
     .bind(row.last_connected_at)
     .bind(row.created_at)
-    .execute(exec)
-    .await?;
-    Ok(result.rows_affected() == 1)
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
+    Ok(result == 1)
 }
 
-pub async fn list<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-) -> sqlx::Result<Vec<BrokerRow>> {
-    sqlx::query_as(sql!(
+pub async fn list<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Vec<BrokerRow>> {
+    on!(exec, |c| sqlx::query_as(sql!(
         "SELECT {COLUMNS} FROM broker_connections WHERE user_id = $1 ORDER BY created_at, id"
     ))
     .bind(user_id)
-    .fetch_all(exec)
-    .await
+    .fetch_all(c)
+    .await)
 }
 
 pub async fn by_id<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     id: &str,
 ) -> sqlx::Result<Option<BrokerRow>> {
-    sqlx::query_as(sql!(
+    on!(exec, |c| sqlx::query_as(sql!(
         "SELECT {COLUMNS} FROM broker_connections WHERE user_id = $1 AND id = $2"
     ))
     .bind(user_id)
     .bind(id)
-    .fetch_optional(exec)
-    .await
+    .fetch_optional(c)
+    .await)
 }
 
 pub async fn by_name<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     name: &str,
 ) -> sqlx::Result<Option<BrokerRow>> {
-    sqlx::query_as(sql!(
+    on!(exec, |c| sqlx::query_as(sql!(
         "SELECT {COLUMNS} FROM broker_connections WHERE user_id = $1 AND name = $2"
     ))
     .bind(user_id)
     .bind(name)
-    .fetch_optional(exec)
-    .await
+    .fetch_optional(c)
+    .await)
 }
 
-pub async fn delete<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-    id: &str,
-) -> sqlx::Result<bool> {
-    let result = sqlx::query("DELETE FROM broker_connections WHERE user_id = $1 AND id = $2")
-        .bind(user_id)
-        .bind(id)
-        .execute(exec)
-        .await?;
-    Ok(result.rows_affected() == 1)
+pub async fn delete<'e>(exec: impl Executes<'e>, user_id: &str, id: &str) -> sqlx::Result<bool> {
+    let result = on!(exec, |c| sqlx::query(
+        "DELETE FROM broker_connections WHERE user_id = $1 AND id = $2"
+    )
+    .bind(user_id)
+    .bind(id)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
+    Ok(result == 1)
 }
 
 pub async fn mark_connected<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     status: &str,
     permissions: &str,
     at: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "UPDATE broker_connections SET status = $2, permissions = $3, last_connected_at = $4 WHERE id = $1",
     )
     .bind(id)
     .bind(status)
     .bind(permissions)
     .bind(at)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
@@ -131,26 +127,25 @@ pub struct Sealed {
     pub params_sealed: String,
 }
 
-pub async fn all_sealed<'e>(exec: impl Executor<'e, Database = Any>) -> sqlx::Result<Vec<Sealed>> {
-    sqlx::query_as(
+pub async fn all_sealed<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<Sealed>> {
+    on!(exec, |c| {
+        sqlx::query_as(
         "SELECT id, user_id, api_key_sealed, api_secret_sealed, params_sealed FROM broker_connections ORDER BY id",
     )
-    .fetch_all(exec)
-    .await
+    .fetch_all(c).await
+    })
 }
 
-pub async fn update_sealed<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    sealed: &Sealed,
-) -> sqlx::Result<()> {
-    sqlx::query(
+pub async fn update_sealed<'e>(exec: impl Executes<'e>, sealed: &Sealed) -> sqlx::Result<()> {
+    on!(exec, |c| {
+        sqlx::query(
         "UPDATE broker_connections SET api_key_sealed = $2, api_secret_sealed = $3, params_sealed = $4 WHERE id = $1",
     )
     .bind(&sealed.id)
     .bind(&sealed.api_key_sealed)
     .bind(&sealed.api_secret_sealed)
     .bind(&sealed.params_sealed)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }

@@ -1,21 +1,22 @@
 //! The ledger: one row per fill booked (and per dust close), what it did to a position and to
 //! the account's cash. Decimals are TEXT in the table and `Decimal` everywhere else.
 
-use sqlx::any::AnyArguments;
-use sqlx::{Any, Executor, FromRow};
+use super::Executes;
+use sqlx::{Database, FromRow};
 
 use super::{Db, Filter, dec, limit_clause, opt_dec};
 use crate::engine::accounting::{LedgerAction, LedgerEntry, OrderSide};
 
 pub async fn insert_ledger<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     order_id: &str,
     // The fill the row books; none for dust left at the venue.
     fill_id: Option<&str>,
     e: &LedgerEntry,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "INSERT INTO ledger (id, user_id, order_id, position_id, broker, symbol, side, action, quantity, price, \
          notional, fee, realized_pnl, cash_after, created_at, fill_id, entry_fee) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
@@ -37,22 +38,23 @@ pub async fn insert_ledger<'e>(
     .bind(e.at_ms)
     .bind(fill_id)
     .bind(e.entry_fee.to_string())
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 /// The closing rows an order booked (one per fill), oldest first: its completed trade's parts.
 pub async fn closes_of_order<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     order_id: &str,
 ) -> sqlx::Result<Vec<LedgerEntry>> {
-    let rows: Vec<LedgerRow> = sqlx::query_as(sql!(
+    let rows: Vec<LedgerRow> = on!(exec, |c| {
+        sqlx::query_as(sql!(
         "SELECT {LEDGER_COLUMNS} FROM ledger WHERE order_id = $1 AND action = 'CLOSE' ORDER BY created_at, id"
     ))
     .bind(order_id)
-    .fetch_all(exec)
-    .await?;
+    .fetch_all(c).await
+    })?;
     rows.into_iter().map(LedgerRow::into_entry).collect()
 }
 
@@ -115,22 +117,26 @@ pub async fn page(
     limit: Option<i64>,
     offset: i64,
 ) -> sqlx::Result<Vec<LedgerRow>> {
-    let mut args = AnyArguments::default();
-    let conditions = filter.where_clause("created_at", &[], &mut args);
-    let limit = limit_clause(limit, offset, &mut args);
-    sqlx::query_as_with(
-        sql!("SELECT {LEDGER_COLUMNS} FROM ledger {conditions} ORDER BY created_at DESC, id DESC{limit}"),
-        args,
-    )
-    .fetch_all(&db.pool)
-    .await
+    on!(db, |c, DB| {
+        let mut args = <DB as Database>::Arguments::default();
+        let conditions = filter.where_clause::<DB>("created_at", &[], &mut args);
+        let limit = limit_clause::<DB>(limit, offset, &mut args);
+        sqlx::query_as_with(
+            sql!("SELECT {LEDGER_COLUMNS} FROM ledger {conditions} ORDER BY created_at DESC, id DESC{limit}"),
+            args,
+        )
+        .fetch_all(c)
+        .await
+    })
 }
 
 /// How many ledger rows the filter takes.
 pub async fn count(db: &Db, filter: &Filter) -> sqlx::Result<i64> {
-    let mut args = AnyArguments::default();
-    let conditions = filter.where_clause("created_at", &[], &mut args);
-    sqlx::query_scalar_with(sql!("SELECT COUNT(*) FROM ledger {conditions}"), args)
-        .fetch_one(&db.pool)
-        .await
+    on!(db, |c, DB| {
+        let mut args = <DB as Database>::Arguments::default();
+        let conditions = filter.where_clause::<DB>("created_at", &[], &mut args);
+        sqlx::query_scalar_with(sql!("SELECT COUNT(*) FROM ledger {conditions}"), args)
+            .fetch_one(c)
+            .await
+    })
 }

@@ -1,6 +1,9 @@
-//! Storage: one `sqlx::AnyPool` for SQLite and PostgreSQL, with queries per aggregate.
+//! Storage: a typed sqlx pool of the backend chosen at start (SQLite or PostgreSQL), with
+//! queries per aggregate.
 //!
-//! The schema keeps to types both backends decode the same way through `Any`: TEXT, 64-bit
+//! Each query is written once and compiled for both backends: [`on!`] runs its body with a
+//! `&mut SqliteConnection` or a `&mut PgConnection`, taken from the pool or from a transaction
+//! ([`Executes`]). The schema keeps to types both backends decode the same way: TEXT, 64-bit
 //! integers (timestamps are epoch milliseconds) and doubles. Queries use `$n` placeholders, which
 //! both backends accept; SQL that must differ branches on [`Backend`] in the module that needs it.
 
@@ -8,6 +11,31 @@
 macro_rules! sql {
     ($($arg:tt)*) => {
         sqlx::AssertSqlSafe(format!($($arg)*))
+    };
+}
+
+/// Runs `body` once per backend with `c` bound to a connection of the executor (a pool's,
+/// acquired for the body, or a transaction's); `DB` (optional) names the backend's
+/// `sqlx::Database` inside the body. The body is a `Result` whose error takes a `sqlx::Error`
+/// (the error taking a connection).
+macro_rules! on {
+    ($exec:expr, |$c:ident $(, $db:ident)?| $body:expr) => {
+        match $crate::store::Executes::target($exec) {
+            $crate::store::Target::Sqlite(mut handle) => {
+                $(#[allow(dead_code)] type $db = sqlx::Sqlite;)?
+                match handle.conn().await {
+                    Ok($c) => $body,
+                    Err(err) => Err(err.into()),
+                }
+            }
+            $crate::store::Target::Postgres(mut handle) => {
+                $(#[allow(dead_code)] type $db = sqlx::Postgres;)?
+                match handle.conn().await {
+                    Ok($c) => $body,
+                    Err(err) => Err(err.into()),
+                }
+            }
+        }
     };
 }
 
@@ -39,6 +67,9 @@ pub mod trades;
 pub mod users;
 pub mod webhook_keys;
 
+pub(crate) use on;
+
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -48,9 +79,13 @@ use durability::GroupSync;
 
 use anyhow::{Context, Result, bail};
 use rust_decimal::Decimal;
-use sqlx::any::{AnyArguments, AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
-use sqlx::{AnyPool, Arguments, ConnectOptions, Executor};
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{
+    Arguments, ConnectOptions, Database, Encode, PgPool, Postgres, Sqlite, SqlitePool, Type,
+};
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
@@ -80,13 +115,162 @@ impl Backend {
     }
 }
 
+/// A connection pool of the backend chosen at start.
+#[derive(Clone, Debug)]
+pub enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+impl Pool {
+    pub fn backend(&self) -> Backend {
+        match self {
+            Self::Sqlite(_) => Backend::Sqlite,
+            Self::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Begins a transaction. On SQLite it takes the write lock at once (`BEGIN IMMEDIATE`),
+    /// waiting for it up to the busy timeout: a deferred transaction that reads and then writes
+    /// fails with "database is locked" when another writer committed in between, a conflict
+    /// SQLite cannot wait out. PostgreSQL's row locks need no such care.
+    pub async fn begin(&self) -> sqlx::Result<Tx> {
+        Ok(Tx(match self {
+            Self::Sqlite(pool) => Conn::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
+            Self::Postgres(pool) => Conn::Postgres(pool.begin().await?),
+        }))
+    }
+
+    /// The SQLite pool, for tools that run their own statements on a SQLite database (the
+    /// benchmarks' seeding); panics on PostgreSQL.
+    pub fn as_sqlite(&self) -> &SqlitePool {
+        match self {
+            Self::Sqlite(pool) => pool,
+            Self::Postgres(_) => panic!("a SQLite database was expected"),
+        }
+    }
+
+    pub async fn close(&self) {
+        match self {
+            Self::Sqlite(pool) => pool.close().await,
+            Self::Postgres(pool) => pool.close().await,
+        }
+    }
+}
+
+/// The connection of an open transaction, which store functions that write several rows
+/// atomically take (`&mut *tx`).
+#[derive(Debug)]
+pub enum Conn {
+    Sqlite(sqlx::Transaction<'static, Sqlite>),
+    Postgres(sqlx::Transaction<'static, Postgres>),
+}
+
+impl Conn {
+    pub fn backend(&self) -> Backend {
+        match self {
+            Self::Sqlite(_) => Backend::Sqlite,
+            Self::Postgres(_) => Backend::Postgres,
+        }
+    }
+}
+
+/// An open transaction: rolled back when dropped without [`Tx::commit`].
+#[derive(Debug)]
+pub struct Tx(Conn);
+
+impl Tx {
+    pub async fn commit(self) -> sqlx::Result<()> {
+        match self.0 {
+            Conn::Sqlite(tx) => tx.commit().await,
+            Conn::Postgres(tx) => tx.commit().await,
+        }
+    }
+
+    pub async fn rollback(self) -> sqlx::Result<()> {
+        match self.0 {
+            Conn::Sqlite(tx) => tx.rollback().await,
+            Conn::Postgres(tx) => tx.rollback().await,
+        }
+    }
+}
+
+impl Deref for Tx {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        &self.0
+    }
+}
+
+impl DerefMut for Tx {
+    fn deref_mut(&mut self) -> &mut Conn {
+        &mut self.0
+    }
+}
+
+/// Where a query runs: a pool (a connection is taken for the call) or an open transaction.
+pub trait Executes<'a>: Send {
+    fn target(self) -> Target<'a>;
+}
+
+impl<'a> Executes<'a> for &'a Pool {
+    fn target(self) -> Target<'a> {
+        match self {
+            Pool::Sqlite(pool) => Target::Sqlite(Handle::Pool(pool)),
+            Pool::Postgres(pool) => Target::Postgres(Handle::Pool(pool)),
+        }
+    }
+}
+
+impl<'a> Executes<'a> for &'a mut Conn {
+    fn target(self) -> Target<'a> {
+        match self {
+            Conn::Sqlite(tx) => Target::Sqlite(Handle::Conn(&mut **tx)),
+            Conn::Postgres(tx) => Target::Postgres(Handle::Conn(&mut **tx)),
+        }
+    }
+}
+
+impl<'a> Executes<'a> for &'a mut Tx {
+    fn target(self) -> Target<'a> {
+        (&mut self.0).target()
+    }
+}
+
+/// An executor resolved to its backend ([`on!`]).
+pub enum Target<'a> {
+    Sqlite(Handle<'a, Sqlite>),
+    Postgres(Handle<'a, Postgres>),
+}
+
+/// A connection of one backend: a pool's (acquired on first use) or a transaction's.
+pub enum Handle<'a, DB: Database> {
+    Pool(&'a sqlx::Pool<DB>),
+    Acquired(PoolConnection<DB>),
+    Conn(&'a mut DB::Connection),
+}
+
+impl<DB: Database> Handle<'_, DB> {
+    pub async fn conn(&mut self) -> sqlx::Result<&mut DB::Connection> {
+        if let Handle::Pool(pool) = self {
+            let pool: &sqlx::Pool<DB> = pool;
+            *self = Handle::Acquired(pool.acquire().await?);
+        }
+        Ok(match self {
+            Handle::Acquired(conn) => &mut **conn,
+            Handle::Conn(conn) => &mut **conn,
+            Handle::Pool(_) => unreachable!("a pool's connection is acquired above"),
+        })
+    }
+}
+
 /// The database handle shared by every part of the server.
 #[derive(Clone, Debug)]
 pub struct Db {
-    pub pool: AnyPool,
+    pub pool: Pool,
     /// Connections whose commits wait for [`Db::durable`] instead of the disk (`durability`):
     /// the books' bookings. The same pool as `pool` where commits are durable anyway.
-    pub grouped: AnyPool,
+    pub grouped: Pool,
     pub sync: Arc<GroupSync>,
     pub backend: Backend,
 }
@@ -99,52 +283,62 @@ impl Db {
 
     /// Connects; without `group_commit` every booking waits for its own flush.
     pub async fn connect_with(url: &str, group_commit: bool) -> Result<Self> {
-        sqlx::any::install_default_drivers();
         let backend = Backend::from_url(url)?;
-        if backend == Backend::Sqlite {
-            ensure_sqlite_parent_dir(url)?;
-        }
-        let options = AnyConnectOptions::from_str(url)
-            .context("DATABASE_URL is not a valid database URL")?
-            .disable_statement_logging();
-        let connect = |pool_options: AnyPoolOptions| {
-            let options = options.clone();
-            async move {
-                pool_options
-                    .acquire_timeout(Duration::from_secs(10))
-                    .connect_with(options)
-                    .await
-                    .with_context(|| format!("cannot connect to the {} database", backend.name()))
-            }
-        };
+        let unreachable = || format!("cannot connect to the {} database", backend.name());
         // Every commit durable when it returns: bookings use the same pool.
-        let one_pool = |pool: AnyPool| Self {
+        let one_pool = |pool: Pool| Self {
             grouped: pool.clone(),
             pool,
             sync: Arc::new(GroupSync::none()),
             backend,
         };
         if backend == Backend::Postgres {
-            let pool =
-                connect(AnyPoolOptions::new().max_connections(16).min_connections(1)).await?;
-            return Ok(one_pool(pool));
+            let options = PgConnectOptions::from_str(url)
+                .context("DATABASE_URL is not a valid database URL")?
+                .disable_statement_logging();
+            let pool = PgPoolOptions::new()
+                .max_connections(16)
+                .min_connections(1)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect_with(options)
+                .await
+                .with_context(unreachable)?;
+            return Ok(one_pool(Pool::Postgres(pool)));
         }
+        ensure_sqlite_parent_dir(url)?;
+        let options = SqliteConnectOptions::from_str(url)
+            .context("DATABASE_URL is not a valid database URL")?
+            .disable_statement_logging()
+            .journal_mode(SqliteJournalMode::Wal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(5));
         // WAL lets readers run beside the one writer; FULL sync so a commit survives power loss.
-        let pool = connect(sqlite_pool(8, "FULL")).await?;
+        let sqlite_pool = |connections: u32, synchronous: SqliteSynchronous| {
+            SqlitePoolOptions::new()
+                .max_connections(connections)
+                .min_connections(1)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect_with(options.clone().synchronous(synchronous))
+        };
+        let pool = sqlite_pool(8, SqliteSynchronous::Full)
+            .await
+            .with_context(unreachable)?;
         let file: String =
             sqlx::query_scalar("SELECT file FROM pragma_database_list WHERE name = 'main'")
                 .fetch_one(&pool)
                 .await?;
         if file.is_empty() || !group_commit {
             // In memory there is one pool, or the two would see two databases.
-            return Ok(one_pool(pool));
+            return Ok(one_pool(Pool::Sqlite(pool)));
         }
         // One connection: bookings queue for it in the process instead of in SQLite's busy
         // handler, whose sleeps would idle the writer between them.
-        let grouped = connect(sqlite_pool(1, "NORMAL")).await?;
+        let grouped = sqlite_pool(1, SqliteSynchronous::Normal)
+            .await
+            .with_context(unreachable)?;
         Ok(Self {
-            pool,
-            grouped,
+            pool: Pool::Sqlite(pool),
+            grouped: Pool::Sqlite(grouped),
             sync: Arc::new(GroupSync::wal(PathBuf::from(format!("{file}-wal")))),
             backend,
         })
@@ -152,38 +346,26 @@ impl Db {
 
     /// Applies the backend's pending migrations (idempotent).
     pub async fn migrate(&self) -> Result<()> {
-        let migrator = match self.backend {
-            Backend::Sqlite => &SQLITE_MIGRATIONS,
-            Backend::Postgres => &POSTGRES_MIGRATIONS,
-        };
-        migrator
-            .run(&self.pool)
-            .await
-            .context("applying database migrations failed")?;
+        match &self.pool {
+            Pool::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await,
+            Pool::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await,
+        }
+        .context("applying database migrations failed")?;
         totals::backfill(self)
             .await
             .context("computing the running totals of existing trades failed")?;
         Ok(())
     }
 
-    /// Begins a transaction. On SQLite it takes the write lock at once (`BEGIN IMMEDIATE`),
-    /// waiting for it up to the busy timeout: a deferred transaction that reads and then writes
-    /// fails with "database is locked" when another writer committed in between, a conflict
-    /// SQLite cannot wait out. PostgreSQL's row locks need no such care.
-    pub async fn begin(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Any>> {
-        match self.backend {
-            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
-            Backend::Postgres => self.pool.begin().await,
-        }
+    /// Begins a transaction ([`Pool::begin`]).
+    pub async fn begin(&self) -> sqlx::Result<Tx> {
+        self.pool.begin().await
     }
 
     /// Begins a transaction of the books whose commit is made durable by [`Db::durable`], shared
     /// with the other bookings committed meanwhile (`durability`).
-    pub async fn begin_grouped(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Any>> {
-        match self.backend {
-            Backend::Sqlite => self.grouped.begin_with("BEGIN IMMEDIATE").await,
-            Backend::Postgres => self.grouped.begin().await,
-        }
+    pub async fn begin_grouped(&self) -> sqlx::Result<Tx> {
+        self.grouped.begin().await
     }
 
     /// Waits until every commit made on `grouped` so far is durable. A flush the disk refuses
@@ -197,26 +379,18 @@ impl Db {
     }
 
     pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        on!(&self.pool, |c| sqlx::query("SELECT 1")
+            .fetch_one(c)
+            .await
+            .map(drop))?;
         Ok(())
     }
 }
 
-/// A SQLite pool in WAL mode with the given `synchronous` setting.
-fn sqlite_pool(connections: u32, synchronous: &'static str) -> AnyPoolOptions {
-    AnyPoolOptions::new()
-        .max_connections(connections)
-        .min_connections(1)
-        .after_connect(move |conn, _| {
-            Box::pin(async move {
-                conn.execute(sqlx::AssertSqlSafe(format!(
-                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = {synchronous}; \
-                     PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;"
-                )))
-                .await?;
-                Ok(())
-            })
-        })
+impl<'a> Executes<'a> for &'a Db {
+    fn target(self) -> Target<'a> {
+        self.pool.target()
+    }
 }
 
 fn ensure_sqlite_parent_dir(url: &str) -> Result<()> {
@@ -266,14 +440,6 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// Every row of one user.
-    pub fn user(user_id: &str) -> Self {
-        Self {
-            user_id: Some(user_id.to_string()),
-            ..Self::default()
-        }
-    }
-
     /// Whether the filter takes every row of one user (whose count the running totals keep).
     pub fn is_whole_account(&self) -> bool {
         self.user_id.is_some()
@@ -285,7 +451,16 @@ impl Filter {
     /// `WHERE …` with the `fixed` conditions and one per bound value (nothing when there are
     /// none): each is written only when it applies, so the planner can use the table's index on
     /// `user_id`.
-    fn where_clause(&self, time_column: &str, fixed: &[&str], args: &mut AnyArguments) -> String {
+    fn where_clause<'q, DB: Database>(
+        &self,
+        time_column: &str,
+        fixed: &[&str],
+        args: &mut DB::Arguments,
+    ) -> String
+    where
+        String: Encode<'q, DB> + Type<DB>,
+        i64: Encode<'q, DB> + Type<DB>,
+    {
         let mut conditions: Vec<String> = fixed.iter().map(|c| c.to_string()).collect();
         for (column, value) in [("user_id", &self.user_id), ("symbol", &self.symbol)] {
             if let Some(value) = value {
@@ -308,7 +483,14 @@ impl Filter {
 }
 
 /// ` LIMIT $n OFFSET $m` with the values bound; nothing for no limit.
-fn limit_clause(limit: Option<i64>, offset: i64, args: &mut AnyArguments) -> String {
+fn limit_clause<'q, DB: Database>(
+    limit: Option<i64>,
+    offset: i64,
+    args: &mut DB::Arguments,
+) -> String
+where
+    i64: Encode<'q, DB> + Type<DB>,
+{
     let Some(limit) = limit else {
         return String::new();
     };
@@ -348,7 +530,7 @@ pub(crate) mod testing {
     use super::*;
 
     /// Inserts a plain user `id` (e-mail `<id>@example.com`), on any schema version.
-    pub async fn user(pool: &sqlx::AnyPool, id: &str) {
+    pub async fn user(pool: &Pool, id: &str) {
         let email = format!("{id}@example.com");
         let user = users::NewUser {
             id,
@@ -360,6 +542,14 @@ pub(crate) mod testing {
             created_at: 0,
         };
         assert!(users::insert(pool, &user).await.unwrap(), "{id} is new");
+    }
+
+    /// The SQLite pool of a test database, for statements of the tests' own.
+    pub fn sqlite_pool(db: &Db) -> &SqlitePool {
+        match &db.pool {
+            Pool::Sqlite(pool) => pool,
+            Pool::Postgres(_) => unreachable!("test databases are SQLite"),
+        }
     }
 
     /// A migrated SQLite database in a temporary directory (kept alive by the returned guard).
@@ -386,7 +576,8 @@ mod migration_tests {
         let dir = tempfile::tempdir().unwrap();
         let url = crate::config::sqlite_url(&dir.path().join("old.db"));
         let db = Db::connect(&url).await.unwrap();
-        SQLITE_MIGRATIONS.run_to(8, &db.pool).await.unwrap();
+        let sqlite = testing::sqlite_pool(&db);
+        SQLITE_MIGRATIONS.run_to(8, sqlite).await.unwrap();
         let pool = &db.pool;
         testing::user(pool, "u1").await;
         for sql in [
@@ -400,7 +591,7 @@ mod migration_tests {
              VALUES ('p1', 'u1', 'paper', 'BTC-USD', 'long', '0.5', '60000', '30', '60000', '61000', 'open', 1, 1)",
         ] {
             sqlx::query(sqlx::AssertSqlSafe(sql))
-                .execute(pool)
+                .execute(sqlite)
                 .await
                 .unwrap();
         }
@@ -408,7 +599,7 @@ mod migration_tests {
 
         let statuses: Vec<(String, String, String)> =
             sqlx::query_as("SELECT id, status, filled_quantity FROM orders ORDER BY id")
-                .fetch_all(pool)
+                .fetch_all(sqlite)
                 .await
                 .unwrap();
         assert_eq!(
@@ -435,7 +626,7 @@ mod migration_tests {
         );
         let fill_id: Option<String> =
             sqlx::query_scalar("SELECT fill_id FROM ledger WHERE id = 'l1'")
-                .fetch_one(pool)
+                .fetch_one(sqlite)
                 .await
                 .unwrap();
         assert_eq!(fill_id.as_deref(), Some("l1"));
@@ -458,7 +649,8 @@ mod migration_tests {
         let dir = tempfile::tempdir().unwrap();
         let url = crate::config::sqlite_url(&dir.path().join("old.db"));
         let db = Db::connect(&url).await.unwrap();
-        SQLITE_MIGRATIONS.run_to(14, &db.pool).await.unwrap();
+        let sqlite = testing::sqlite_pool(&db);
+        SQLITE_MIGRATIONS.run_to(14, sqlite).await.unwrap();
         for id in ["u1", "u2"] {
             testing::user(&db.pool, id).await;
         }
@@ -471,7 +663,7 @@ mod migration_tests {
                  '0.5', '100', '110', '50', '{net}', '0.1', '{net}', '0', 'signal', 0, {closed}, 0, '0.05', 's')",
                 closed = i + 1
             ))
-            .execute(&db.pool)
+            .execute(sqlite)
             .await
             .unwrap();
         }
@@ -480,7 +672,7 @@ mod migration_tests {
             "INSERT INTO account_totals (user_id, trades, winners, losers, net_pnl, profit, loss, \
              fees, volume, streak, updated_at) VALUES ('u1', 1, 1, 0, '9', '9', '0', '0', '0', 1, 0)",
         )
-        .execute(&db.pool)
+        .execute(sqlite)
         .await
         .unwrap();
         flags::set_flag(&db.pool, "account_totals_backfilled", "1", "migration", 0)

@@ -1,6 +1,7 @@
 //! Notification events, users' outgoing webhooks, their signing secrets and the deliveries queue.
 
-use sqlx::{Any, Executor, FromRow};
+use super::Executes;
+use sqlx::FromRow;
 
 use super::{Db, now_ms};
 
@@ -16,14 +17,14 @@ pub struct EventRow {
 /// Records an event; an id recorded before is left as it was (so a summary made twice, by a
 /// restart or by two instances, is one event).
 pub async fn insert_event<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     user_id: Option<&str>,
     kind: &str,
     payload: &str,
     at: i64,
 ) -> sqlx::Result<bool> {
-    let result = sqlx::query(
+    let result = on!(exec, |c| sqlx::query(
         "INSERT INTO notification_events (id, user_id, kind, payload, created_at) \
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
     )
@@ -32,35 +33,33 @@ pub async fn insert_event<'e>(
     .bind(kind)
     .bind(payload)
     .bind(at)
-    .execute(exec)
-    .await?;
-    Ok(result.rows_affected() > 0)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
+    Ok(result > 0)
 }
 
 pub async fn undispatched_events(db: &Db, limit: i64) -> sqlx::Result<Vec<EventRow>> {
-    sqlx::query_as(
+    on!(&db.pool, |c| sqlx::query_as(
         "SELECT id, user_id, kind, payload, created_at FROM notification_events \
          WHERE dispatched_at IS NULL ORDER BY created_at, id LIMIT $1",
     )
     .bind(limit)
-    .fetch_all(&db.pool)
-    .await
+    .fetch_all(c)
+    .await)
 }
 
 /// Marks an event dispatched; false when another dispatcher did it first.
-pub async fn mark_dispatched<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    id: &str,
-    at: i64,
-) -> sqlx::Result<bool> {
-    let result = sqlx::query(
+pub async fn mark_dispatched<'e>(exec: impl Executes<'e>, id: &str, at: i64) -> sqlx::Result<bool> {
+    let result = on!(exec, |c| {
+        sqlx::query(
         "UPDATE notification_events SET dispatched_at = $1 WHERE id = $2 AND dispatched_at IS NULL",
     )
     .bind(at)
     .bind(id)
-    .execute(exec)
-    .await?;
-    Ok(result.rows_affected() > 0)
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
+    Ok(result > 0)
 }
 
 /// The mail address and stored settings of a user, or of every active user (`user_id` None).
@@ -72,26 +71,27 @@ pub struct Recipient {
 }
 
 pub async fn recipients<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: Option<&str>,
 ) -> sqlx::Result<Vec<Recipient>> {
     match user_id {
         Some(user_id) => {
-            sqlx::query_as(
+            on!(exec, |c| sqlx::query_as(
                 "SELECT u.id AS user_id, u.email, s.settings FROM users u \
                  LEFT JOIN user_settings s ON s.user_id = u.id WHERE u.id = $1",
             )
             .bind(user_id)
-            .fetch_all(exec)
-            .await
+            .fetch_all(c)
+            .await)
         }
         None => {
-            sqlx::query_as(
+            on!(exec, |c| {
+                sqlx::query_as(
                 "SELECT u.id AS user_id, u.email, s.settings FROM users u \
                  LEFT JOIN user_settings s ON s.user_id = u.id WHERE u.status = 'active' ORDER BY u.id",
             )
-            .fetch_all(exec)
-            .await
+            .fetch_all(c).await
+            })
         }
     }
 }
@@ -112,11 +112,9 @@ pub struct WebhookRow {
 const WEBHOOK_COLUMNS: &str =
     "id, user_id, url_sealed, url_display, format, events, chat_id, created_at";
 
-pub async fn insert_webhook<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    row: &WebhookRow,
-) -> sqlx::Result<()> {
-    sqlx::query(sql!(
+pub async fn insert_webhook<'e>(exec: impl Executes<'e>, row: &WebhookRow) -> sqlx::Result<()> {
+    on!(exec, |c| {
+        sqlx::query(sql!(
         "INSERT INTO notification_webhooks ({WEBHOOK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
     ))
     .bind(&row.id)
@@ -127,77 +125,79 @@ pub async fn insert_webhook<'e>(
     .bind(&row.events)
     .bind(&row.chat_id)
     .bind(row.created_at)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
-pub async fn count_webhooks<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT COUNT(*) FROM notification_webhooks WHERE user_id = $1")
-        .bind(user_id)
-        .fetch_one(exec)
-        .await
+pub async fn count_webhooks<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<i64> {
+    on!(exec, |c| sqlx::query_scalar(
+        "SELECT COUNT(*) FROM notification_webhooks WHERE user_id = $1"
+    )
+    .bind(user_id)
+    .fetch_one(c)
+    .await)
 }
 
 /// A user's webhooks, or every user's (`user_id` None: for an event meant for all).
 pub async fn webhooks<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: Option<&str>,
 ) -> sqlx::Result<Vec<WebhookRow>> {
     match user_id {
         Some(user_id) => {
-            sqlx::query_as(sql!(
+            on!(exec, |c| {
+                sqlx::query_as(sql!(
                 "SELECT {WEBHOOK_COLUMNS} FROM notification_webhooks WHERE user_id = $1 ORDER BY created_at, id"
             ))
             .bind(user_id)
-            .fetch_all(exec)
-            .await
+            .fetch_all(c).await
+            })
         }
         None => {
-            sqlx::query_as(sql!(
+            on!(exec, |c| sqlx::query_as(sql!(
                 "SELECT {WEBHOOK_COLUMNS} FROM notification_webhooks ORDER BY created_at, id"
             ))
-            .fetch_all(exec)
-            .await
+            .fetch_all(c)
+            .await)
         }
     }
 }
 
 pub async fn webhook(db: &Db, user_id: &str, id: &str) -> sqlx::Result<Option<WebhookRow>> {
-    sqlx::query_as(sql!(
+    on!(&db.pool, |c| sqlx::query_as(sql!(
         "SELECT {WEBHOOK_COLUMNS} FROM notification_webhooks WHERE id = $1 AND user_id = $2"
     ))
     .bind(id)
     .bind(user_id)
-    .fetch_optional(&db.pool)
-    .await
+    .fetch_optional(c)
+    .await)
 }
 
 pub async fn delete_webhook(db: &Db, user_id: &str, id: &str) -> sqlx::Result<bool> {
-    let result = sqlx::query("DELETE FROM notification_webhooks WHERE id = $1 AND user_id = $2")
-        .bind(id)
-        .bind(user_id)
-        .execute(&db.pool)
-        .await?;
-    Ok(result.rows_affected() > 0)
+    let result = on!(&db.pool, |c| sqlx::query(
+        "DELETE FROM notification_webhooks WHERE id = $1 AND user_id = $2"
+    )
+    .bind(id)
+    .bind(user_id)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
+    Ok(result > 0)
 }
 
-pub async fn secret<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar("SELECT secret FROM notification_secrets WHERE user_id = $1")
-        .bind(user_id)
-        .fetch_optional(exec)
-        .await
+pub async fn secret<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Option<String>> {
+    on!(exec, |c| sqlx::query_scalar(
+        "SELECT secret FROM notification_secrets WHERE user_id = $1"
+    )
+    .bind(user_id)
+    .fetch_optional(c)
+    .await)
 }
 
 /// Stores the user's (sealed) secret: `replace` false keeps one already there.
 pub async fn put_secret<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     sealed: &str,
     replace: bool,
@@ -209,13 +209,14 @@ pub async fn put_secret<'e>(
         "INSERT INTO notification_secrets (user_id, secret, created_at) VALUES ($1, $2, $3) \
          ON CONFLICT (user_id) DO NOTHING"
     };
-    let result = sqlx::query(query)
+    let result = on!(exec, |c| sqlx::query(query)
         .bind(user_id)
         .bind(sealed)
         .bind(now_ms())
-        .execute(exec)
-        .await?;
-    Ok(result.rows_affected() > 0)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected()))?;
+    Ok(result > 0)
 }
 
 #[derive(Debug, Clone, FromRow)]
@@ -240,13 +241,13 @@ const DELIVERY_COLUMNS: &str = "id, webhook_id, user_id, event_id, kind, payload
 
 /// Queues an event for a webhook (once: a second call for the same pair does nothing).
 pub async fn enqueue<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     webhook: &WebhookRow,
     event: &EventRow,
     at: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| sqlx::query(
         "INSERT INTO webhook_deliveries (id, webhook_id, user_id, event_id, kind, payload, status, \
          next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7) \
          ON CONFLICT (webhook_id, event_id) DO NOTHING",
@@ -258,35 +259,37 @@ pub async fn enqueue<'e>(
     .bind(&event.kind)
     .bind(&event.payload)
     .bind(at)
-    .execute(exec)
-    .await?;
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
 pub async fn due_deliveries(db: &Db, now: i64, limit: i64) -> sqlx::Result<Vec<DeliveryRow>> {
-    sqlx::query_as(sql!(
+    on!(&db.pool, |c| sqlx::query_as(sql!(
         "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries \
          WHERE status = 'pending' AND next_attempt_at <= $1 ORDER BY next_attempt_at, id LIMIT $2"
     ))
     .bind(now)
     .bind(limit)
-    .fetch_all(&db.pool)
-    .await
+    .fetch_all(c)
+    .await)
 }
 
 /// Takes a due delivery for one attempt: moves its next attempt to `lease_until` so nobody else
 /// sends it meanwhile. False when someone else took it first.
 pub async fn claim(db: &Db, delivery: &DeliveryRow, lease_until: i64) -> sqlx::Result<bool> {
-    let result = sqlx::query(
+    let result = on!(&db.pool, |c| sqlx::query(
         "UPDATE webhook_deliveries SET next_attempt_at = $1 \
          WHERE id = $2 AND status = 'pending' AND next_attempt_at = $3",
     )
     .bind(lease_until)
     .bind(&delivery.id)
     .bind(delivery.next_attempt_at)
-    .execute(&db.pool)
-    .await?;
-    Ok(result.rows_affected() > 0)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
+    Ok(result > 0)
 }
 
 /// What one attempt came to.
@@ -300,7 +303,7 @@ pub struct Attempt<'a> {
 pub async fn record_attempt(db: &Db, id: &str, attempt: &Attempt<'_>) -> sqlx::Result<()> {
     let now = now_ms();
     let delivered_at = (attempt.status == "delivered").then_some(now);
-    sqlx::query(
+    on!(&db.pool, |c| sqlx::query(
         "UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1, last_status = $2, \
          last_error = $3, next_attempt_at = $4, delivered_at = $5 WHERE id = $6",
     )
@@ -310,29 +313,30 @@ pub async fn record_attempt(db: &Db, id: &str, attempt: &Attempt<'_>) -> sqlx::R
     .bind(attempt.next_attempt_at)
     .bind(delivered_at)
     .bind(id)
-    .execute(&db.pool)
-    .await?;
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
 /// A webhook's most recent deliveries, newest first.
 pub async fn deliveries(db: &Db, webhook_id: &str, limit: i64) -> sqlx::Result<Vec<DeliveryRow>> {
-    sqlx::query_as(sql!(
+    on!(&db.pool, |c| sqlx::query_as(sql!(
         "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 \
          ORDER BY created_at DESC, id DESC LIMIT $2"
     ))
     .bind(webhook_id)
     .bind(limit)
-    .fetch_all(&db.pool)
-    .await
+    .fetch_all(c)
+    .await)
 }
 
 /// Users who traded (they have a trading account): the ones summaries are made for.
 pub async fn trading_users(db: &Db) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar(
+    on!(&db.pool, |c| sqlx::query_scalar(
         "SELECT a.user_id FROM trading_accounts a JOIN users u ON u.id = a.user_id \
          WHERE u.status = 'active' ORDER BY a.user_id",
     )
-    .fetch_all(&db.pool)
-    .await
+    .fetch_all(c)
+    .await)
 }

@@ -2,7 +2,8 @@
 //! through the state machine of `engine::order_state`; each fill is a row of its own, unique per
 //! (order, venue trade id), so a fill the venue reports twice is booked once.
 
-use sqlx::{Any, Executor, FromRow};
+use super::Executes;
+use sqlx::FromRow;
 
 /// Statuses of orders that may still fill.
 pub const LIVE: &str = "('new', 'submitted', 'partially_filled', 'unknown')";
@@ -56,11 +57,9 @@ const ORDER_COLUMNS: &str = "id, user_id, client_order_id, broker, symbol, side,
     broker_order_id, error, next_check_at, checks, created_at, updated_at, strategy";
 
 /// Writes an order before it is sent. `Ok(false)`: an order with this client id exists already.
-pub async fn insert<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    o: &OrderRow,
-) -> sqlx::Result<bool> {
-    let result = sqlx::query(sql!(
+pub async fn insert<'e>(exec: impl Executes<'e>, o: &OrderRow) -> sqlx::Result<bool> {
+    let result = on!(exec, |c| {
+        sqlx::query(sql!(
         "INSERT INTO orders ({ORDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
          $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) ON CONFLICT (client_order_id) DO NOTHING"
     ))
@@ -91,64 +90,62 @@ pub async fn insert<'e>(
     .bind(o.created_at)
     .bind(o.updated_at)
     .bind(&o.strategy)
-    .execute(exec)
-    .await?;
-    Ok(result.rows_affected() == 1)
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
+    Ok(result == 1)
 }
 
 pub async fn by_client_id<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     client_order_id: &str,
 ) -> sqlx::Result<Option<OrderRow>> {
-    sqlx::query_as(sql!(
+    on!(exec, |c| sqlx::query_as(sql!(
         "SELECT {ORDER_COLUMNS} FROM orders WHERE client_order_id = $1"
     ))
     .bind(client_order_id)
-    .fetch_optional(exec)
-    .await
+    .fetch_optional(c)
+    .await)
 }
 
 pub async fn by_id<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     id: &str,
 ) -> sqlx::Result<Option<OrderRow>> {
-    sqlx::query_as(sql!(
+    on!(exec, |c| sqlx::query_as(sql!(
         "SELECT {ORDER_COLUMNS} FROM orders WHERE id = $1 AND user_id = $2"
     ))
     .bind(id)
     .bind(user_id)
-    .fetch_optional(exec)
-    .await
+    .fetch_optional(c)
+    .await)
 }
 
 /// The user's orders that may still fill, oldest first.
-pub async fn live<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-) -> sqlx::Result<Vec<OrderRow>> {
-    sqlx::query_as(sql!(
+pub async fn live<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Vec<OrderRow>> {
+    on!(exec, |c| {
+        sqlx::query_as(sql!(
         "SELECT {ORDER_COLUMNS} FROM orders WHERE user_id = $1 AND status IN {LIVE} ORDER BY created_at, id"
     ))
     .bind(user_id)
-    .fetch_all(exec)
-    .await
+    .fetch_all(c).await
+    })
 }
 
 /// Users with work for the order supervisor at `now`: a live order due for a check, or a
 /// requested close due for an attempt.
 pub async fn users_with_due_work<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     now: i64,
 ) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar(sql!(
+    on!(exec, |c| sqlx::query_scalar(sql!(
         "SELECT user_id FROM orders WHERE status IN {LIVE} AND COALESCE(next_check_at, 0) <= $1 \
          UNION SELECT user_id FROM positions WHERE status = 'open' AND close_reason IS NOT NULL \
          AND COALESCE(next_close_at, 0) <= $1"
     ))
     .bind(now)
-    .fetch_all(exec)
-    .await
+    .fetch_all(c)
+    .await)
 }
 
 /// What a transition changes on the order row.
@@ -163,12 +160,13 @@ pub struct OrderUpdate<'a> {
 }
 
 pub async fn update<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     u: &OrderUpdate<'_>,
     now: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "UPDATE orders SET status = $2, broker_order_id = COALESCE($3, broker_order_id), filled_quantity = $4, \
          error = COALESCE($5, error), next_check_at = $6, checks = $7, updated_at = $8 WHERE id = $1",
     )
@@ -180,54 +178,58 @@ pub async fn update<'e>(
     .bind(u.next_check_at)
     .bind(u.checks)
     .bind(now)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 /// Postpones a live order's next check (the venue could not be asked).
 pub async fn postpone_check<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     next_check_at: i64,
     checks: i64,
     error: &str,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE orders SET next_check_at = $2, checks = $3, error = $4 WHERE id = $1")
-        .bind(id)
-        .bind(next_check_at)
-        .bind(checks)
-        .bind(error)
-        .execute(exec)
-        .await?;
+    on!(exec, |c| sqlx::query(
+        "UPDATE orders SET next_check_at = $2, checks = $3, error = $4 WHERE id = $1"
+    )
+    .bind(id)
+    .bind(next_check_at)
+    .bind(checks)
+    .bind(error)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
 /// Opening orders that filled (at least partly) since `since`: the day's trade count.
 pub async fn count_opens_since<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     since: i64,
 ) -> sqlx::Result<i64> {
-    sqlx::query_scalar(
+    on!(exec, |c| {
+        sqlx::query_scalar(
         "SELECT COUNT(*) FROM orders WHERE user_id = $1 AND intent <> 'close' AND filled_quantity <> '0' \
          AND created_at >= $2",
     )
     .bind(user_id)
     .bind(since)
-    .fetch_one(exec)
-    .await
+    .fetch_one(c).await
+    })
 }
 
 /// A user's orders, newest first, with the total count (`status` filters).
 pub async fn page<'e>(
-    exec: impl Executor<'e, Database = Any> + Copy,
+    exec: impl Executes<'e> + Copy,
     user_id: &str,
     status: Option<&str>,
     limit: i64,
     offset: i64,
 ) -> sqlx::Result<(Vec<OrderRow>, i64)> {
-    let rows = sqlx::query_as(sql!(
+    let rows = on!(exec, |c| sqlx::query_as(sql!(
         "SELECT {ORDER_COLUMNS} FROM orders WHERE user_id = $1 AND ($2 IS NULL OR status = $2) \
          ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4"
     ))
@@ -235,15 +237,15 @@ pub async fn page<'e>(
     .bind(status)
     .bind(limit)
     .bind(offset)
-    .fetch_all(exec)
-    .await?;
-    let total = sqlx::query_scalar(
+    .fetch_all(c)
+    .await)?;
+    let total = on!(exec, |c| sqlx::query_scalar(
         "SELECT COUNT(*) FROM orders WHERE user_id = $1 AND ($2 IS NULL OR status = $2)",
     )
     .bind(user_id)
     .bind(status)
-    .fetch_one(exec)
-    .await?;
+    .fetch_one(c)
+    .await)?;
     Ok((rows, total))
 }
 
@@ -263,11 +265,9 @@ pub struct FillRow {
 }
 
 /// Records a fill; `Ok(false)` when this (order, venue trade id) was booked before.
-pub async fn insert_fill<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    f: &FillRow,
-) -> sqlx::Result<bool> {
-    let result = sqlx::query(
+pub async fn insert_fill<'e>(exec: impl Executes<'e>, f: &FillRow) -> sqlx::Result<bool> {
+    let result = on!(exec, |c| {
+        sqlx::query(
         "INSERT INTO fills (id, order_id, user_id, venue_trade_id, quantity, price, fee, filled_at, booked_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (order_id, venue_trade_id) DO NOTHING",
     )
@@ -280,32 +280,32 @@ pub async fn insert_fill<'e>(
     .bind(&f.fee)
     .bind(f.filled_at)
     .bind(f.booked_at)
-    .execute(exec)
-    .await?;
-    Ok(result.rows_affected() == 1)
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
+    Ok(result == 1)
 }
 
 /// The fills booked for an order, in time order.
-pub async fn fills_of<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    order_id: &str,
-) -> sqlx::Result<Vec<FillRow>> {
-    sqlx::query_as(
+pub async fn fills_of<'e>(exec: impl Executes<'e>, order_id: &str) -> sqlx::Result<Vec<FillRow>> {
+    on!(exec, |c| {
+        sqlx::query_as(
         "SELECT id, order_id, user_id, venue_trade_id, quantity, price, fee, filled_at, booked_at FROM fills \
          WHERE order_id = $1 ORDER BY filled_at, id",
     )
     .bind(order_id)
-    .fetch_all(exec)
-    .await
+    .fetch_all(c).await
+    })
 }
 
 /// The venue trade ids already booked for an order.
 pub async fn booked_trade_ids<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     order_id: &str,
 ) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar("SELECT venue_trade_id FROM fills WHERE order_id = $1")
-        .bind(order_id)
-        .fetch_all(exec)
-        .await
+    on!(exec, |c| sqlx::query_scalar(
+        "SELECT venue_trade_id FROM fills WHERE order_id = $1"
+    )
+    .bind(order_id)
+    .fetch_all(c)
+    .await)
 }

@@ -1,6 +1,7 @@
 //! The mail outbox: every mail is recorded here in the transaction that causes it, then delivered.
 
-use sqlx::{Any, Executor, FromRow};
+use super::Executes;
+use sqlx::FromRow;
 
 use super::{Db, new_id, now_ms};
 
@@ -19,7 +20,7 @@ pub struct MailRow {
 const COLUMNS: &str = "id, to_address, subject, body, kind, status, attempts";
 
 pub async fn insert<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     to_address: &str,
     subject: &str,
     body: &str,
@@ -33,14 +34,14 @@ pub async fn insert<'e>(
 /// Queues a mail under a given id, once: a second call with the same id does nothing (a
 /// notification dispatched again after a crash, or by a second instance, is one mail).
 pub async fn insert_once<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     to_address: &str,
     subject: &str,
     body: &str,
     kind: &str,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| sqlx::query(
         "INSERT INTO mail_outbox (id, to_address, subject, body, kind, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
     )
@@ -50,44 +51,50 @@ pub async fn insert_once<'e>(
     .bind(body)
     .bind(kind)
     .bind(now_ms())
-    .execute(exec)
-    .await?;
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
 pub async fn pending(db: &Db, limit: i64) -> sqlx::Result<Vec<MailRow>> {
-    sqlx::query_as(sql!(
+    on!(&db.pool, |c| sqlx::query_as(sql!(
         "SELECT {COLUMNS} FROM mail_outbox WHERE status = 'pending' ORDER BY created_at LIMIT $1"
     ))
     .bind(limit)
-    .fetch_all(&db.pool)
-    .await
+    .fetch_all(c)
+    .await)
 }
 
 pub async fn by_id(db: &Db, id: &str) -> sqlx::Result<Option<MailRow>> {
-    sqlx::query_as(sql!("SELECT {COLUMNS} FROM mail_outbox WHERE id = $1"))
-        .bind(id)
-        .fetch_optional(&db.pool)
-        .await
+    on!(&db.pool, |c| sqlx::query_as(sql!(
+        "SELECT {COLUMNS} FROM mail_outbox WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(c)
+    .await)
 }
 
 /// Mail to `to_address` not delivered yet (held or pending), newest first.
 pub async fn undelivered_to(db: &Db, to_address: &str) -> sqlx::Result<Vec<MailRow>> {
-    sqlx::query_as(sql!(
+    on!(&db.pool, |c| sqlx::query_as(sql!(
         "SELECT {COLUMNS} FROM mail_outbox WHERE to_address = $1 AND status IN ('pending', 'held') \
          ORDER BY created_at DESC, id DESC"
     ))
     .bind(to_address)
-    .fetch_all(&db.pool)
-    .await
+    .fetch_all(c)
+    .await)
 }
 
 /// Forgets a delivered mail's body (one that carried a secret such as a reset link).
 pub async fn erase_body(db: &Db, id: &str) -> sqlx::Result<()> {
-    sqlx::query("UPDATE mail_outbox SET body = '' WHERE id = $1")
-        .bind(id)
-        .execute(&db.pool)
-        .await?;
+    on!(&db.pool, |c| sqlx::query(
+        "UPDATE mail_outbox SET body = '' WHERE id = $1"
+    )
+    .bind(id)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
@@ -99,14 +106,15 @@ pub async fn record_attempt(
     error: Option<&str>,
 ) -> sqlx::Result<()> {
     let sent_at = (status == "sent" || status == "logged").then(now_ms);
-    sqlx::query(
+    on!(&db.pool, |c| {
+        sqlx::query(
         "UPDATE mail_outbox SET status = $1, attempts = attempts + 1, last_error = $2, sent_at = $3 WHERE id = $4",
     )
     .bind(status)
     .bind(error)
     .bind(sent_at)
     .bind(id)
-    .execute(&db.pool)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }

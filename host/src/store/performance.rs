@@ -1,6 +1,7 @@
 //! Performance snapshots and reports (companion sets E and F), and alarm history.
 
-use sqlx::{Any, Executor, FromRow};
+use super::Executes;
+use sqlx::FromRow;
 
 use super::alarms::AlarmRow;
 
@@ -32,11 +33,9 @@ impl SnapshotRow {
 const FIGURE_COLUMNS: &str = "id, user_id, taken_at, source, cash, positions_value, unrealized_pnl, \
      realized_pnl_today, total_trades, winning_trades, losing_trades";
 
-pub async fn insert_snapshot<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    s: &SnapshotRow,
-) -> sqlx::Result<()> {
-    sqlx::query(
+pub async fn insert_snapshot<'e>(exec: impl Executes<'e>, s: &SnapshotRow) -> sqlx::Result<()> {
+    on!(exec, |c| {
+        sqlx::query(
         "INSERT INTO performance_snapshots (id, user_id, taken_at, source, cash, positions_value, unrealized_pnl, \
          realized_pnl_today, total_trades, winning_trades, losing_trades, kpi) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
@@ -53,133 +52,138 @@ pub async fn insert_snapshot<'e>(
     .bind(s.winning_trades)
     .bind(s.losing_trades)
     .bind(&s.kpi)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 /// The user's snapshots taken at or after `since`, oldest first, without their KPI documents
 /// (the dashboard reads only the figures; the KPI routes read the documents themselves).
 pub async fn snapshots_since<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     since: i64,
 ) -> sqlx::Result<Vec<SnapshotRow>> {
     // Only the column list is formatted in; values are bound.
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    on!(exec, |c| sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {FIGURE_COLUMNS}, CAST(NULL AS TEXT) AS kpi FROM performance_snapshots \
          WHERE user_id = $1 AND taken_at >= $2 ORDER BY taken_at, id"
     )))
     .bind(user_id)
     .bind(since)
-    .fetch_all(exec)
-    .await
+    .fetch_all(c)
+    .await)
 }
 
 /// The user's KPI snapshots (tracker ones) at or after `since`, oldest first.
 pub async fn kpi_since<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     since: i64,
 ) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar(
+    on!(exec, |c| {
+        sqlx::query_scalar(
         "SELECT kpi FROM performance_snapshots WHERE user_id = $1 AND taken_at >= $2 AND kpi IS NOT NULL \
          ORDER BY taken_at, id",
     )
     .bind(user_id)
     .bind(since)
-    .fetch_all(exec)
-    .await
+    .fetch_all(c).await
+    })
 }
 
 pub async fn latest_kpi<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
 ) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(
         "SELECT kpi FROM performance_snapshots WHERE user_id = $1 AND kpi IS NOT NULL \
          ORDER BY taken_at DESC, id DESC LIMIT 1",
     )
     .bind(user_id)
-    .fetch_optional(exec)
-    .await
+    .fetch_optional(c)
+    .await)
 }
 
 /// How many tracker snapshots the user has, and the time of the last.
 pub async fn tracker_stats<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
 ) -> sqlx::Result<(i64, Option<i64>)> {
-    sqlx::query_as(
+    on!(exec, |c| {
+        sqlx::query_as(
         "SELECT COUNT(*), MAX(taken_at) FROM performance_snapshots WHERE user_id = $1 AND source = 'tracker'",
     )
     .bind(user_id)
-    .fetch_one(exec)
-    .await
+    .fetch_one(c).await
+    })
 }
 
 /// Last tracker snapshot time of every user who has one.
-pub async fn last_tracked<'e>(
-    exec: impl Executor<'e, Database = Any>,
-) -> sqlx::Result<Vec<(String, i64)>> {
-    sqlx::query_as(
+pub async fn last_tracked<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<(String, i64)>> {
+    on!(exec, |c| {
+        sqlx::query_as(
         "SELECT user_id, MAX(taken_at) FROM performance_snapshots WHERE source = 'tracker' GROUP BY user_id",
     )
-    .fetch_all(exec)
-    .await
+    .fetch_all(c).await
+    })
 }
 
 /// Every bot with its status and last change: who the tracker follows.
-pub async fn bots<'e>(
-    exec: impl Executor<'e, Database = Any>,
-) -> sqlx::Result<Vec<(String, String, i64)>> {
-    sqlx::query_as("SELECT user_id, status, updated_at FROM bots")
-        .fetch_all(exec)
-        .await
+pub async fn bots<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<(String, String, i64)>> {
+    on!(exec, |c| sqlx::query_as(
+        "SELECT user_id, status, updated_at FROM bots"
+    )
+    .fetch_all(c)
+    .await)
 }
 
 pub async fn insert_report<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     user_id: &str,
     created_at: i64,
     report: &str,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| sqlx::query(
         "INSERT INTO performance_reports (id, user_id, created_at, report) VALUES ($1, $2, $3, $4)",
     )
     .bind(id)
     .bind(user_id)
     .bind(created_at)
     .bind(report)
-    .execute(exec)
-    .await?;
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
 /// How many reports the user has, and the time of the last.
 pub async fn report_stats<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
 ) -> sqlx::Result<(i64, Option<i64>)> {
-    sqlx::query_as("SELECT COUNT(*), MAX(created_at) FROM performance_reports WHERE user_id = $1")
-        .bind(user_id)
-        .fetch_one(exec)
-        .await
+    on!(exec, |c| sqlx::query_as(
+        "SELECT COUNT(*), MAX(created_at) FROM performance_reports WHERE user_id = $1"
+    )
+    .bind(user_id)
+    .fetch_one(c)
+    .await)
 }
 
 /// Alarms raised at or after `since`, newest first.
 pub async fn alarms_since<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     since: i64,
 ) -> sqlx::Result<Vec<AlarmRow>> {
-    sqlx::query_as(
+    on!(exec, |c| {
+        sqlx::query_as(
         "SELECT id, alarm_type, level, message, current_value, threshold_value, recommended_action, status, raised_at, \
          cleared_at FROM alarms WHERE user_id = $1 AND raised_at >= $2 ORDER BY raised_at DESC, id DESC",
     )
     .bind(user_id)
     .bind(since)
-    .fetch_all(exec)
-    .await
+    .fetch_all(c).await
+    })
 }

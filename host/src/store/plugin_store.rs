@@ -1,24 +1,23 @@
 //! `plugin_store`: the durable key-value stores of broker plugins, one per (plugin, user).
 //! Keys are printable ASCII, so SQLite's binary order and PostgreSQL's `C` collation agree.
 
-use sqlx::{Any, Executor};
-
+use super::Executes;
 use super::{Db, now_ms};
 
 pub async fn get<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     plugin: &str,
     scope: &str,
     key: &str,
 ) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(
         "SELECT value FROM plugin_store WHERE plugin = $1 AND scope = $2 AND key = $3",
     )
     .bind(plugin)
     .bind(scope)
     .bind(key)
-    .fetch_optional(exec)
-    .await
+    .fetch_optional(c)
+    .await)
 }
 
 /// Applies every change in one transaction, durable when this returns (its flush shared with
@@ -34,7 +33,8 @@ pub async fn write(
     for (key, value) in changes {
         match value {
             Some(value) => {
-                sqlx::query(
+                on!(&mut *tx, |c| {
+                    sqlx::query(
                     "INSERT INTO plugin_store (plugin, scope, key, value, updated_at) VALUES ($1, $2, $3, $4, $5) \
                      ON CONFLICT (plugin, scope, key) DO UPDATE SET value = $4, updated_at = $5",
                 )
@@ -43,18 +43,19 @@ pub async fn write(
                 .bind(key)
                 .bind(value)
                 .bind(now)
-                .execute(&mut *tx)
-                .await?;
+                .execute(c).await.map(|done| done.rows_affected())
+                })?;
             }
             None => {
-                sqlx::query(
+                on!(&mut *tx, |c| sqlx::query(
                     "DELETE FROM plugin_store WHERE plugin = $1 AND scope = $2 AND key = $3",
                 )
                 .bind(plugin)
                 .bind(scope)
                 .bind(key)
-                .execute(&mut *tx)
-                .await?;
+                .execute(c)
+                .await
+                .map(|done| done.rows_affected()))?;
             }
         }
     }
@@ -65,7 +66,7 @@ pub async fn write(
 
 /// Entries with `prefix` after `start_after`, in key order.
 pub async fn scan<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     plugin: &str,
     scope: &str,
     prefix: &str,
@@ -78,7 +79,8 @@ pub async fn scan<'e>(
         Some(after) if after >= prefix => after.to_string(),
         _ => String::new(),
     };
-    sqlx::query_as(
+    on!(exec, |c| {
+        sqlx::query_as(
         "SELECT key, value FROM plugin_store WHERE plugin = $1 AND scope = $2 AND key >= $3 AND key < $4 \
          AND key > $5 ORDER BY key LIMIT $6",
     )
@@ -88,8 +90,8 @@ pub async fn scan<'e>(
     .bind(upper)
     .bind(lower)
     .bind(i64::from(limit.min(crate::plugins::storage::MAX_SCAN)))
-    .fetch_all(exec)
-    .await
+    .fetch_all(c).await
+    })
 }
 
 #[cfg(test)]

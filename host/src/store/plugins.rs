@@ -32,7 +32,8 @@ pub struct NewVersion<'a> {
 }
 
 pub async fn insert_version(db: &Db, v: &NewVersion<'_>) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(&db.pool, |c| {
+        sqlx::query(
         "INSERT INTO plugin_versions (name, version, kind, sha256, manifest, file_name, uploaded_by, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
@@ -44,21 +45,25 @@ pub async fn insert_version(db: &Db, v: &NewVersion<'_>) -> sqlx::Result<()> {
     .bind(v.file_name)
     .bind(v.uploaded_by)
     .bind(now_ms())
-    .execute(&db.pool)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 pub async fn versions(db: &Db) -> sqlx::Result<Vec<VersionRow>> {
-    sqlx::query_as("SELECT name, version, sha256, manifest, file_name FROM plugin_versions ORDER BY created_at")
-        .fetch_all(&db.pool)
-        .await
+    on!(&db.pool, |c| sqlx::query_as(
+        "SELECT name, version, sha256, manifest, file_name FROM plugin_versions ORDER BY created_at"
+    )
+    .fetch_all(c)
+    .await)
 }
 
 pub async fn settings(db: &Db) -> sqlx::Result<Vec<SettingsRow>> {
-    sqlx::query_as("SELECT name, active_version, previous_version, config FROM plugin_settings")
-        .fetch_all(&db.pool)
-        .await
+    on!(&db.pool, |c| sqlx::query_as(
+        "SELECT name, active_version, previous_version, config FROM plugin_settings"
+    )
+    .fetch_all(c)
+    .await)
 }
 
 pub async fn save_settings(
@@ -68,7 +73,8 @@ pub async fn save_settings(
     previous_version: Option<&str>,
     config: &str,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(&db.pool, |c| {
+        sqlx::query(
         "INSERT INTO plugin_settings (name, active_version, previous_version, config, updated_at) \
          VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (name) DO UPDATE SET active_version = $2, previous_version = $3, config = $4, updated_at = $5",
@@ -78,7 +84,7 @@ pub async fn save_settings(
     .bind(previous_version)
     .bind(config)
     .bind(now_ms())
-    .execute(&db.pool)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }

@@ -1,8 +1,8 @@
 //! Positions: what each account holds, opened and changed by fills, with the close the engine is
 //! working on. Decimals are TEXT in the table and `Decimal` everywhere else.
 
-use sqlx::any::AnyArguments;
-use sqlx::{Any, Arguments, Executor, FromRow};
+use super::Executes;
+use sqlx::{Arguments, Database, FromRow};
 
 use super::{Db, Filter, Owned, dec, opt_dec, opt_text};
 use crate::engine::accounting::{Closing, Position, Side};
@@ -78,37 +78,40 @@ const POSITION_COLUMNS: &str = "id, broker, strategy, symbol, side, quantity, en
                                 next_close_at, close_error";
 
 pub async fn open_positions<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
 ) -> sqlx::Result<Vec<Position>> {
-    let rows: Vec<PositionRow> = sqlx::query_as(sql!(
+    let rows: Vec<PositionRow> = on!(exec, |c| {
+        sqlx::query_as(sql!(
         "SELECT {POSITION_COLUMNS} FROM positions WHERE user_id = $1 AND status = 'open' ORDER BY opened_at, id"
     ))
     .bind(user_id)
-    .fetch_all(exec)
-    .await?;
+    .fetch_all(c).await
+    })?;
     rows.into_iter().map(PositionRow::into_position).collect()
 }
 
 /// Users with an open position.
-pub async fn users_with_open_positions<'e>(
-    exec: impl Executor<'e, Database = Any>,
-) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar("SELECT DISTINCT user_id FROM positions WHERE status = 'open'")
-        .fetch_all(exec)
-        .await
+pub async fn users_with_open_positions<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<String>> {
+    on!(exec, |c| sqlx::query_scalar(
+        "SELECT DISTINCT user_id FROM positions WHERE status = 'open'"
+    )
+    .fetch_all(c)
+    .await)
 }
 
 /// Open positions with their owners, newest first (the ledger routes' view across users).
 pub async fn open_owned(db: &Db, filter: &Filter) -> sqlx::Result<Vec<Owned<Position>>> {
-    let mut args = AnyArguments::default();
-    let conditions = filter.where_clause("opened_at", &["status = 'open'"], &mut args);
-    let sql = format!(
-        "SELECT user_id, {POSITION_COLUMNS} FROM positions {conditions} ORDER BY opened_at DESC, id DESC"
-    );
-    let rows: Vec<OwnedPositionRow> = sqlx::query_as_with(sqlx::AssertSqlSafe(sql), args)
-        .fetch_all(&db.pool)
-        .await?;
+    let rows: Vec<OwnedPositionRow> = on!(db, |c, DB| {
+        let mut args = <DB as Database>::Arguments::default();
+        let conditions = filter.where_clause::<DB>("opened_at", &["status = 'open'"], &mut args);
+        sqlx::query_as_with(
+            sql!("SELECT user_id, {POSITION_COLUMNS} FROM positions {conditions} ORDER BY opened_at DESC, id DESC"),
+            args,
+        )
+        .fetch_all(c)
+        .await
+    })?;
     rows.into_iter()
         .map(|owned| {
             Ok(Owned {
@@ -121,32 +124,35 @@ pub async fn open_owned(db: &Db, filter: &Filter) -> sqlx::Result<Vec<Owned<Posi
 
 /// Open positions of a user (or every user), on one broker (or every broker).
 pub async fn count_open<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: Option<&str>,
     broker: Option<&str>,
 ) -> sqlx::Result<i64> {
-    let mut args = AnyArguments::default();
-    let mut sql = String::from("SELECT COUNT(*) FROM positions WHERE status = 'open'");
-    for (column, value) in [("user_id", user_id), ("broker", broker)] {
-        if let Some(value) = value {
-            args.add(value.to_string())
-                .expect("a text argument encodes");
-            sql.push_str(&format!(" AND {column} = ${}", args.len()));
+    on!(exec, |c, DB| {
+        let mut args = <DB as Database>::Arguments::default();
+        let mut sql = String::from("SELECT COUNT(*) FROM positions WHERE status = 'open'");
+        for (column, value) in [("user_id", user_id), ("broker", broker)] {
+            if let Some(value) = value {
+                args.add(value.to_string())
+                    .expect("a text argument encodes");
+                sql.push_str(&format!(" AND {column} = ${}", args.len()));
+            }
         }
-    }
-    sqlx::query_scalar_with(sqlx::AssertSqlSafe(sql), args)
-        .fetch_one(exec)
-        .await
+        sqlx::query_scalar_with(sqlx::AssertSqlSafe(sql), args)
+            .fetch_one(c)
+            .await
+    })
 }
 
 pub async fn insert_position<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     p: &Position,
     now: i64,
 ) -> sqlx::Result<()> {
     let closing = p.closing.as_ref();
-    sqlx::query(sql!(
+    on!(exec, |c| {
+        sqlx::query(sql!(
         "INSERT INTO positions (user_id, {POSITION_COLUMNS}, status, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, 'open', $21)"
     ))
@@ -171,20 +177,21 @@ pub async fn insert_position<'e>(
     .bind(closing.map(|c| c.next_attempt_at))
     .bind(closing.and_then(|c| c.last_error.clone()))
     .bind(now)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 /// Writes a position's quantity, cost, fees, marks and pending close; a zero quantity closes it.
 pub async fn update_position<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     p: &Position,
     now: i64,
 ) -> sqlx::Result<()> {
     let closed = p.quantity.is_zero();
     let closing = p.closing.as_ref().filter(|_| !closed);
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "UPDATE positions SET quantity = $2, entry_price = $3, cost = $4, entry_fees = $5, extreme_price = $6, \
          current_price = $7, status = $8, closed_at = $9, close_reason = $10, close_attempts = $11, \
          next_close_at = $12, close_error = $13, updated_at = $14 WHERE id = $1",
@@ -203,19 +210,20 @@ pub async fn update_position<'e>(
     .bind(closing.map(|c| c.next_attempt_at))
     .bind(closing.and_then(|c| c.last_error.clone()))
     .bind(now)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 /// Writes only a position's pending close (the rest of it is unchanged).
 pub async fn update_closing<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     p: &Position,
     now: i64,
 ) -> sqlx::Result<()> {
     let closing = p.closing.as_ref();
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "UPDATE positions SET close_reason = $2, close_attempts = $3, next_close_at = $4, close_error = $5, \
          updated_at = $6 WHERE id = $1 AND status = 'open'",
     )
@@ -225,7 +233,7 @@ pub async fn update_closing<'e>(
     .bind(closing.map(|c| c.next_attempt_at))
     .bind(closing.and_then(|c| c.last_error.clone()))
     .bind(now)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }

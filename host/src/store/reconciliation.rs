@@ -1,35 +1,37 @@
 //! What reconciliation keeps: each venue's holdings apart from tradehost's positions
 //! (`venue_baselines`), and the differences it could not explain (`discrepancies`).
 
-use sqlx::{Any, Executor, FromRow};
+use super::Executes;
+use sqlx::FromRow;
 
 /// The venue's quantity of an asset (signed) not from tradehost's positions, if recorded. The
 /// `symbol` column holds the asset (`BTC`): spot venues hold assets, not pairs.
 pub async fn baseline<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     broker: &str,
     symbol: &str,
 ) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(
         "SELECT quantity FROM venue_baselines WHERE user_id = $1 AND broker = $2 AND symbol = $3",
     )
     .bind(user_id)
     .bind(broker)
     .bind(symbol)
-    .fetch_optional(exec)
-    .await
+    .fetch_optional(c)
+    .await)
 }
 
 pub async fn set_baseline<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     broker: &str,
     symbol: &str,
     quantity: &str,
     now: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "INSERT INTO venue_baselines (user_id, broker, symbol, quantity, updated_at) VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (user_id, broker, symbol) DO UPDATE SET quantity = $4, updated_at = $5",
     )
@@ -38,8 +40,8 @@ pub async fn set_baseline<'e>(
     .bind(symbol)
     .bind(quantity)
     .bind(now)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
@@ -68,11 +70,9 @@ pub struct DiscrepancyRow {
 const COLUMNS: &str = "id, user_id, broker, kind, symbol, order_id, expected, actual, detail, status, found_at, \
                        resolved_at, resolved_by, resolution";
 
-pub async fn insert<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    d: &DiscrepancyRow,
-) -> sqlx::Result<()> {
-    sqlx::query(sqlx::AssertSqlSafe(format!(
+pub async fn insert<'e>(exec: impl Executes<'e>, d: &DiscrepancyRow) -> sqlx::Result<()> {
+    on!(exec, |c| {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
         "INSERT INTO discrepancies ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
     )))
     .bind(&d.id)
@@ -89,47 +89,47 @@ pub async fn insert<'e>(
     .bind(d.resolved_at)
     .bind(&d.resolved_by)
     .bind(&d.resolution)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 /// The user's unresolved discrepancies, oldest first.
-pub async fn open<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-) -> sqlx::Result<Vec<DiscrepancyRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+pub async fn open<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Vec<DiscrepancyRow>> {
+    on!(exec, |c| {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM discrepancies WHERE user_id = $1 AND status = 'open' ORDER BY found_at, id"
     )))
     .bind(user_id)
-    .fetch_all(exec)
-    .await
+    .fetch_all(c).await
+    })
 }
 
 /// The user's discrepancies, newest first (at most `limit`).
 pub async fn recent<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     limit: i64,
 ) -> sqlx::Result<Vec<DiscrepancyRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    on!(exec, |c| {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM discrepancies WHERE user_id = $1 ORDER BY found_at DESC, id DESC LIMIT $2"
     )))
     .bind(user_id)
     .bind(limit)
-    .fetch_all(exec)
-    .await
+    .fetch_all(c).await
+    })
 }
 
 pub async fn resolve<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     resolved_by: &str,
     resolution: &str,
     now: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "UPDATE discrepancies SET status = 'resolved', resolved_at = $2, resolved_by = $3, resolution = $4 \
          WHERE id = $1 AND status = 'open'",
     )
@@ -137,17 +137,16 @@ pub async fn resolve<'e>(
     .bind(now)
     .bind(resolved_by)
     .bind(resolution)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
-pub async fn count_open<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT COUNT(*) FROM discrepancies WHERE user_id = $1 AND status = 'open'")
-        .bind(user_id)
-        .fetch_one(exec)
-        .await
+pub async fn count_open<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<i64> {
+    on!(exec, |c| sqlx::query_scalar(
+        "SELECT COUNT(*) FROM discrepancies WHERE user_id = $1 AND status = 'open'"
+    )
+    .bind(user_id)
+    .fetch_one(c)
+    .await)
 }

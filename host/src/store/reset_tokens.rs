@@ -1,41 +1,42 @@
 //! Single-use password reset tokens, stored as SHA-256 hashes.
 
-use sqlx::{Any, Executor};
+use super::Executes;
 
 pub async fn insert<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     token_hash: &str,
     user_id: &str,
     created_at: i64,
     expires_at: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
     )
     .bind(token_hash)
     .bind(user_id)
     .bind(created_at)
     .bind(expires_at)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 /// Uses a token: returns its user when it existed, was unused and unexpired. Atomic, so a token
 /// presented twice at once works once.
 pub async fn consume<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     token_hash: &str,
     now: i64,
 ) -> sqlx::Result<Option<String>> {
-    let row: Option<(String,)> = sqlx::query_as(
+    let row: Option<(String,)> = on!(exec, |c| sqlx::query_as(
         "UPDATE password_reset_tokens SET used_at = $1 \
          WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1 RETURNING user_id",
     )
     .bind(now)
     .bind(token_hash)
-    .fetch_optional(exec)
-    .await?;
+    .fetch_optional(c)
+    .await)?;
     Ok(row.map(|(user_id,)| user_id))
 }
 
@@ -47,13 +48,13 @@ pub struct ResetToken {
 }
 
 pub async fn lookup<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     token_hash: &str,
 ) -> sqlx::Result<Option<ResetToken>> {
-    sqlx::query_as(
+    on!(exec, |c| sqlx::query_as(
         "SELECT user_id, expires_at, used_at FROM password_reset_tokens WHERE token_hash = $1",
     )
     .bind(token_hash)
-    .fetch_optional(exec)
-    .await
+    .fetch_optional(c)
+    .await)
 }

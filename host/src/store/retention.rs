@@ -11,11 +11,17 @@ pub const BATCH: i64 = 2_000;
 async fn in_batches(db: &Db, statement: &'static str, binds: &[i64]) -> sqlx::Result<u64> {
     let mut total = 0;
     loop {
-        let mut query = sqlx::query(statement);
-        for value in binds {
-            query = query.bind(*value);
-        }
-        let done = query.bind(BATCH).execute(&db.pool).await?.rows_affected();
+        let done = on!(db, |c| {
+            let mut query = sqlx::query(statement);
+            for value in binds {
+                query = query.bind(*value);
+            }
+            query
+                .bind(BATCH)
+                .execute(c)
+                .await
+                .map(|done| done.rows_affected())
+        })?;
         total += done;
         if done < BATCH as u64 {
             return Ok(total);

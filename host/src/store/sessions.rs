@@ -1,6 +1,7 @@
 //! Sessions and their rotating refresh tokens.
 
-use sqlx::{Any, Executor, FromRow};
+use super::Executes;
+use sqlx::FromRow;
 
 use super::users::{UserRow, user_columns};
 use super::{Db, now_ms};
@@ -13,12 +14,10 @@ pub struct NewSession<'a> {
     pub user_agent: Option<&'a str>,
 }
 
-pub async fn insert<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    session: &NewSession<'_>,
-) -> sqlx::Result<()> {
+pub async fn insert<'e>(exec: impl Executes<'e>, session: &NewSession<'_>) -> sqlx::Result<()> {
     let now = now_ms();
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "INSERT INTO sessions (id, user_id, created_at, expires_at, last_used_at, ip_address, user_agent) \
          VALUES ($1, $2, $3, $4, $3, $5, $6)",
     )
@@ -28,26 +27,27 @@ pub async fn insert<'e>(
     .bind(session.expires_at)
     .bind(session.ip_address)
     .bind(session.user_agent)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 pub async fn insert_refresh_token<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     token_hash: &str,
     session_id: &str,
     expires_at: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "INSERT INTO refresh_tokens (token_hash, session_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
     )
     .bind(token_hash)
     .bind(session_id)
     .bind(now_ms())
     .bind(expires_at)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
@@ -61,14 +61,14 @@ pub struct SessionStatus {
 }
 
 pub async fn status(db: &Db, session_id: &str) -> sqlx::Result<Option<SessionStatus>> {
-    sqlx::query_as(concat!(
+    on!(&db.pool, |c| sqlx::query_as(concat!(
         "SELECT s.revoked_at, s.expires_at, ",
         user_columns!("u."),
         " FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = $1"
     ))
     .bind(session_id)
-    .fetch_optional(&db.pool)
-    .await
+    .fetch_optional(c)
+    .await)
 }
 
 #[derive(Debug, Clone, FromRow)]
@@ -81,90 +81,96 @@ pub struct RefreshTokenRow {
 }
 
 pub async fn refresh_token<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     token_hash: &str,
 ) -> sqlx::Result<Option<RefreshTokenRow>> {
-    sqlx::query_as(
+    on!(exec, |c| {
+        sqlx::query_as(
         "SELECT t.session_id, t.expires_at, t.used_at, s.user_id, s.revoked_at AS session_revoked_at \
          FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id WHERE t.token_hash = $1",
     )
     .bind(token_hash)
-    .fetch_optional(exec)
-    .await
+    .fetch_optional(c).await
+    })
 }
 
 /// Marks a refresh token used; `false` when another request used it first.
 pub async fn consume_refresh_token<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     token_hash: &str,
     now: i64,
 ) -> sqlx::Result<bool> {
-    let result = sqlx::query(
+    let result = on!(exec, |c| sqlx::query(
         "UPDATE refresh_tokens SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL",
     )
     .bind(now)
     .bind(token_hash)
-    .execute(exec)
-    .await?;
-    Ok(result.rows_affected() == 1)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
+    Ok(result == 1)
 }
 
 /// Slides a session's expiry forward on refresh.
 pub async fn extend<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     session_id: &str,
     now: i64,
     expires_at: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE sessions SET last_used_at = $1, expires_at = $2 WHERE id = $3")
-        .bind(now)
-        .bind(expires_at)
-        .bind(session_id)
-        .execute(exec)
-        .await?;
+    on!(exec, |c| sqlx::query(
+        "UPDATE sessions SET last_used_at = $1, expires_at = $2 WHERE id = $3"
+    )
+    .bind(now)
+    .bind(expires_at)
+    .bind(session_id)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
 pub async fn revoke<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     session_id: &str,
     reason: &str,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE sessions SET revoked_at = $1, revoke_reason = $2 WHERE id = $3 AND revoked_at IS NULL")
+    on!(exec, |c| {
+        sqlx::query("UPDATE sessions SET revoked_at = $1, revoke_reason = $2 WHERE id = $3 AND revoked_at IS NULL")
         .bind(now_ms())
         .bind(reason)
         .bind(session_id)
-        .execute(exec)
-        .await?;
+        .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 /// Revokes every live session of a user and returns their ids (for the in-memory cache).
 pub async fn revoke_all<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     reason: &str,
 ) -> sqlx::Result<Vec<String>> {
-    let ids: Vec<(String,)> = sqlx::query_as(
+    let ids: Vec<(String,)> = on!(exec, |c| sqlx::query_as(
         "UPDATE sessions SET revoked_at = $1, revoke_reason = $2 \
          WHERE user_id = $3 AND revoked_at IS NULL RETURNING id",
     )
     .bind(now_ms())
     .bind(reason)
     .bind(user_id)
-    .fetch_all(exec)
-    .await?;
+    .fetch_all(c)
+    .await)?;
     Ok(ids.into_iter().map(|(id,)| id).collect())
 }
 
 /// Revokes every live session of a user but one (the caller's), returning the revoked ids.
 pub async fn revoke_all_except<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     keep_session_id: &str,
     reason: &str,
 ) -> sqlx::Result<Vec<String>> {
-    let ids: Vec<(String,)> = sqlx::query_as(
+    let ids: Vec<(String,)> = on!(exec, |c| sqlx::query_as(
         "UPDATE sessions SET revoked_at = $1, revoke_reason = $2 \
          WHERE user_id = $3 AND id <> $4 AND revoked_at IS NULL RETURNING id",
     )
@@ -172,8 +178,8 @@ pub async fn revoke_all_except<'e>(
     .bind(reason)
     .bind(user_id)
     .bind(keep_session_id)
-    .fetch_all(exec)
-    .await?;
+    .fetch_all(c)
+    .await)?;
     Ok(ids.into_iter().map(|(id,)| id).collect())
 }
 

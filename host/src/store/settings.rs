@@ -1,18 +1,16 @@
 //! The `user_settings` table: each user's changed settings as a JSON object.
 
+use super::Executes;
 use serde_json::{Map, Value};
-use sqlx::{Any, Executor};
 
 /// The stored changes (empty when the user changed nothing).
-pub async fn get<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-) -> sqlx::Result<Map<String, Value>> {
-    let text: Option<String> =
-        sqlx::query_scalar("SELECT settings FROM user_settings WHERE user_id = $1")
-            .bind(user_id)
-            .fetch_optional(exec)
-            .await?;
+pub async fn get<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Map<String, Value>> {
+    let text: Option<String> = on!(exec, |c| sqlx::query_scalar(
+        "SELECT settings FROM user_settings WHERE user_id = $1"
+    )
+    .bind(user_id)
+    .fetch_optional(c)
+    .await)?;
     Ok(text
         .and_then(|text| serde_json::from_str::<Value>(&text).ok())
         .and_then(|value| value.as_object().cloned())
@@ -20,19 +18,20 @@ pub async fn get<'e>(
 }
 
 pub async fn put<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     settings: &Map<String, Value>,
     now: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| sqlx::query(
         "INSERT INTO user_settings (user_id, settings, updated_at) VALUES ($1, $2, $3) \
          ON CONFLICT (user_id) DO UPDATE SET settings = $2, updated_at = $3",
     )
     .bind(user_id)
     .bind(Value::Object(settings.clone()).to_string())
     .bind(now)
-    .execute(exec)
-    .await?;
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }

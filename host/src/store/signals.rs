@@ -1,7 +1,8 @@
 //! Inbound webhook signals: a row before the sender is answered, processed once by the bot's
 //! next scan, with its outcome kept for the sender to read by `trade_id` (the row's id).
 
-use sqlx::{Any, Executor, FromRow};
+use super::Executes;
+use sqlx::FromRow;
 
 #[derive(Debug, Clone, PartialEq, FromRow)]
 pub struct SignalRow {
@@ -24,11 +25,8 @@ pub struct SignalRow {
 
 const COLUMNS: &str = "id, user_id, symbol, action, size_usd, strategy, status, outcome, order_id, received_at, processed_at, limit_price";
 
-pub async fn insert<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    s: &SignalRow,
-) -> sqlx::Result<()> {
-    sqlx::query(sqlx::AssertSqlSafe(format!(
+pub async fn insert<'e>(exec: impl Executes<'e>, s: &SignalRow) -> sqlx::Result<()> {
+    on!(exec, |c| sqlx::query(sqlx::AssertSqlSafe(format!(
         "INSERT INTO signals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
     )))
     .bind(&s.id)
@@ -43,60 +41,62 @@ pub async fn insert<'e>(
     .bind(s.received_at)
     .bind(s.processed_at)
     .bind(&s.limit_price)
-    .execute(exec)
-    .await?;
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
 /// The user's signals waiting for the bot, oldest first.
 pub async fn waiting<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     limit: i64,
 ) -> sqlx::Result<Vec<SignalRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    on!(exec, |c| {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM signals WHERE user_id = $1 AND status = 'received' ORDER BY received_at, id LIMIT $2"
     )))
     .bind(user_id)
     .bind(limit)
-    .fetch_all(exec)
-    .await
+    .fetch_all(c).await
+    })
 }
 
-pub async fn count_waiting<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT COUNT(*) FROM signals WHERE user_id = $1 AND status = 'received'")
-        .bind(user_id)
-        .fetch_one(exec)
-        .await
+pub async fn count_waiting<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<i64> {
+    on!(exec, |c| sqlx::query_scalar(
+        "SELECT COUNT(*) FROM signals WHERE user_id = $1 AND status = 'received'"
+    )
+    .bind(user_id)
+    .fetch_one(c)
+    .await)
 }
 
 pub async fn by_id<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     id: &str,
 ) -> sqlx::Result<Option<SignalRow>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    on!(exec, |c| sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM signals WHERE id = $1 AND user_id = $2"
     )))
     .bind(id)
     .bind(user_id)
-    .fetch_optional(exec)
-    .await
+    .fetch_optional(c)
+    .await)
 }
 
 /// Records what became of a signal.
 pub async fn finish<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     status: &str,
     outcome: Option<&str>,
     order_id: Option<&str>,
     now: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| {
+        sqlx::query(
         "UPDATE signals SET status = $2, outcome = $3, order_id = COALESCE($4, order_id), processed_at = $5 WHERE id = $1",
     )
     .bind(id)
@@ -104,23 +104,24 @@ pub async fn finish<'e>(
     .bind(outcome)
     .bind(order_id)
     .bind(now)
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 /// Marks what a signal's order came to, when it ends.
 pub async fn order_ended<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     status: &str,
     outcome: Option<&str>,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE signals SET status = $2, outcome = COALESCE($3, outcome) WHERE id = $1 AND status = 'ordered'")
+    on!(exec, |c| {
+        sqlx::query("UPDATE signals SET status = $2, outcome = COALESCE($3, outcome) WHERE id = $1 AND status = 'ordered'")
         .bind(id)
         .bind(status)
         .bind(outcome)
-        .execute(exec)
-        .await?;
+        .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }

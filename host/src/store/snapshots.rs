@@ -1,7 +1,7 @@
 //! Equity snapshots: the account's equity, cash and unrealized P&L over time.
 
+use super::Executes;
 use rust_decimal::Decimal;
-use sqlx::{Any, Executor};
 
 use super::dec;
 
@@ -14,11 +14,9 @@ pub struct Snapshot {
     pub unrealized_pnl: Decimal,
 }
 
-pub async fn insert_snapshot<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    s: &Snapshot,
-) -> sqlx::Result<()> {
-    sqlx::query(
+pub async fn insert_snapshot<'e>(exec: impl Executes<'e>, s: &Snapshot) -> sqlx::Result<()> {
+    on!(exec, |c| {
+        sqlx::query(
         "INSERT INTO equity_snapshots (user_id, at, equity, cash, unrealized_pnl) VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (user_id, at) DO NOTHING",
     )
@@ -27,28 +25,27 @@ pub async fn insert_snapshot<'e>(
     .bind(s.equity.to_string())
     .bind(s.cash.to_string())
     .bind(s.unrealized_pnl.to_string())
-    .execute(exec)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 /// Equity at or after `since`, oldest first, as (time, equity): every snapshot, or with a
 /// `bucket_ms` the last snapshot of each bucket (long periods read hourly points, not every minute).
 pub async fn equity_since<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     since: i64,
     bucket_ms: Option<i64>,
 ) -> sqlx::Result<Vec<(i64, Decimal)>> {
     let rows: Vec<(i64, String)> = match bucket_ms {
-        None => {
+        None => on!(exec, |c| {
             sqlx::query_as("SELECT at, equity FROM equity_snapshots WHERE user_id = $1 AND at >= $2 ORDER BY at")
                 .bind(user_id)
                 .bind(since)
-                .fetch_all(exec)
-                .await?
-        }
-        Some(bucket) => {
+                .fetch_all(c).await
+        })?,
+        Some(bucket) => on!(exec, |c| {
             sqlx::query_as(
                 "SELECT at, equity FROM equity_snapshots WHERE user_id = $1 AND at IN \
                  (SELECT MAX(at) FROM equity_snapshots WHERE user_id = $1 AND at >= $2 GROUP BY at / $3) ORDER BY at",
@@ -56,9 +53,8 @@ pub async fn equity_since<'e>(
             .bind(user_id)
             .bind(since)
             .bind(bucket.max(1))
-            .fetch_all(exec)
-            .await?
-        }
+            .fetch_all(c).await
+        })?,
     };
     rows.into_iter()
         .map(|(at, equity)| Ok((at, dec(&equity)?)))

@@ -3,9 +3,10 @@
 //! [`add_trade`] runs in the transaction that books the trade, so the rows always agree with the
 //! `trades` table.
 
+use super::{Conn, Executes};
 use std::collections::BTreeMap;
 
-use sqlx::{Any, AnyConnection, Executor, FromRow};
+use sqlx::FromRow;
 
 use super::{Db, now_ms};
 use super::{dec, flags, trades};
@@ -66,36 +67,36 @@ impl TotalsRow {
 }
 
 /// The account's totals (all zero before its first completed trade).
-pub async fn get<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user_id: &str,
-) -> sqlx::Result<AccountTotals> {
-    let row: Option<TotalsRow> = sqlx::query_as(sql!(
+pub async fn get<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<AccountTotals> {
+    let row: Option<TotalsRow> = on!(exec, |c| sqlx::query_as(sql!(
         "SELECT {COLUMNS} FROM account_totals WHERE user_id = $1"
     ))
     .bind(user_id)
-    .fetch_optional(exec)
-    .await?;
+    .fetch_optional(c)
+    .await)?;
     row.map_or(Ok(AccountTotals::default()), TotalsRow::into_totals)
 }
 
 /// The totals of every account, for figures across the platform: one row per account that
 /// has traded.
 pub async fn all(db: &Db) -> sqlx::Result<Vec<AccountTotals>> {
-    let rows: Vec<TotalsRow> = sqlx::query_as(sql!("SELECT {COLUMNS} FROM account_totals"))
-        .fetch_all(&db.pool)
-        .await?;
+    let rows: Vec<TotalsRow> = on!(&db.pool, |c| sqlx::query_as(sql!(
+        "SELECT {COLUMNS} FROM account_totals"
+    ))
+    .fetch_all(c)
+    .await)?;
     rows.into_iter().map(TotalsRow::into_totals).collect()
 }
 
 /// Writes the account's row; `on_conflict` says what an existing row gets.
 async fn put(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     user_id: &str,
     t: &AccountTotals,
     on_conflict: &'static str,
 ) -> sqlx::Result<()> {
-    sqlx::query(sql!(
+    on!(conn, |c| {
+        sqlx::query(sql!(
         "INSERT INTO account_totals (user_id, {COLUMNS}, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
          ON CONFLICT (user_id) {on_conflict}"
@@ -119,39 +120,35 @@ async fn put(
     .bind(t.first_closed_at)
     .bind(t.last_closed_at)
     .bind(now_ms())
-    .execute(conn)
-    .await?;
+    .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 /// Adds a completed trade to its account's totals and to its day's, inside the transaction that
 /// books it.
-pub async fn add_trade(
-    conn: &mut AnyConnection,
-    user_id: &str,
-    trade: &CompletedTrade,
-) -> sqlx::Result<()> {
+pub async fn add_trade(conn: &mut Conn, user_id: &str, trade: &CompletedTrade) -> sqlx::Result<()> {
     let lock = row_lock(conn);
-    let row: Option<TotalsRow> = sqlx::query_as(sql!(
+    let row: Option<TotalsRow> = on!(&mut *conn, |c| sqlx::query_as(sql!(
         "SELECT {COLUMNS} FROM account_totals WHERE user_id = $1{lock}"
     ))
     .bind(user_id)
-    .fetch_optional(&mut *conn)
-    .await?;
+    .fetch_optional(c)
+    .await)?;
     let mut totals = row.map_or(Ok(AccountTotals::default()), TotalsRow::into_totals)?;
     totals.add(trade);
     put(conn, user_id, &totals, UPDATE_ALL).await?;
 
     let (day, symbol) = (utc_day(trade.closed_at_ms), trade.symbol.as_str());
-    let row: Option<DayRow> = sqlx::query_as(sql!(
+    let row: Option<DayRow> = on!(&mut *conn, |c| sqlx::query_as(sql!(
         "SELECT {DAY_COLUMNS} FROM account_day_totals \
          WHERE user_id = $1 AND day = $2 AND symbol = $3{lock}"
     ))
     .bind(user_id)
     .bind(day)
     .bind(symbol)
-    .fetch_optional(&mut *conn)
-    .await?;
+    .fetch_optional(c)
+    .await)?;
     let mut totals = match row {
         Some(row) => row.into_day()?,
         None => DayTotals {
@@ -167,8 +164,8 @@ pub async fn add_trade(
 /// On PostgreSQL a totals row is locked while it is read, so two transactions booking trades of
 /// one account add up instead of overwriting each other (SQLite's writer is one at a time
 /// already).
-fn row_lock(conn: &AnyConnection) -> &'static str {
-    if conn.backend_name() == "PostgreSQL" {
+fn row_lock(conn: &Conn) -> &'static str {
+    if conn.backend() == super::Backend::Postgres {
         " FOR UPDATE"
     } else {
         ""
@@ -206,18 +203,18 @@ impl DayRow {
 
 /// The account's per-day totals from UTC day `from_day` on, by day and then symbol.
 pub async fn days_since<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     from_day: i64,
 ) -> sqlx::Result<Vec<DayTotals>> {
-    let rows: Vec<DayRow> = sqlx::query_as(sql!(
+    let rows: Vec<DayRow> = on!(exec, |c| sqlx::query_as(sql!(
         "SELECT {DAY_COLUMNS} FROM account_day_totals WHERE user_id = $1 AND day >= $2 \
          ORDER BY day, symbol"
     ))
     .bind(user_id)
     .bind(from_day)
-    .fetch_all(exec)
-    .await?;
+    .fetch_all(c)
+    .await)?;
     rows.into_iter().map(DayRow::into_day).collect()
 }
 
@@ -225,12 +222,12 @@ const DAY_UPDATE_ALL: &str = "DO UPDATE SET trades = $4, winners = $5, losers = 
      size_usd = $8";
 
 async fn put_day(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     user_id: &str,
     d: &DayTotals,
     on_conflict: &'static str,
 ) -> sqlx::Result<()> {
-    sqlx::query(sql!(
+    on!(conn, |c| sqlx::query(sql!(
         "INSERT INTO account_day_totals (user_id, {DAY_COLUMNS}) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
          ON CONFLICT (user_id, day, symbol) {on_conflict}"
@@ -243,8 +240,9 @@ async fn put_day(
     .bind(d.tally.losers as i64)
     .bind(d.tally.net_pnl.to_string())
     .bind(d.tally.size_usd.to_string())
-    .execute(conn)
-    .await?;
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
@@ -260,12 +258,12 @@ pub async fn backfill(db: &Db) -> sqlx::Result<()> {
     if flags::flag(&db.pool, BACKFILLED_FLAG).await?.is_some() {
         return Ok(());
     }
-    let users: Vec<(String,)> = sqlx::query_as(
+    let users: Vec<(String,)> = on!(&db.pool, |c| sqlx::query_as(
         "SELECT DISTINCT user_id FROM trades \
          WHERE user_id NOT IN (SELECT user_id FROM account_totals)",
     )
-    .fetch_all(&db.pool)
-    .await?;
+    .fetch_all(c)
+    .await)?;
     for (user_id,) in users {
         let mut tx = db.pool.begin().await?;
         let mut totals = AccountTotals::default();

@@ -1,20 +1,16 @@
 //! Completed trades: one row per closed position (or each close of it), booked with the fill that
 //! closed it and added to the account's running totals in the same transaction.
 
-use sqlx::any::AnyArguments;
-use sqlx::{Any, Executor, FromRow};
+use sqlx::{Database, FromRow};
 
-use super::{Db, Filter, Owned, dec, limit_clause};
+use super::{Conn, Db, Executes, Filter, Owned, dec, limit_clause};
 use crate::engine::accounting::{CompletedTrade, Side};
 
 /// Books a completed trade and adds it to its account's running totals, in the caller's
 /// transaction.
-pub async fn insert_trade(
-    conn: &mut sqlx::AnyConnection,
-    user_id: &str,
-    t: &CompletedTrade,
-) -> sqlx::Result<()> {
-    sqlx::query(
+pub async fn insert_trade(conn: &mut Conn, user_id: &str, t: &CompletedTrade) -> sqlx::Result<()> {
+    on!(&mut *conn, |c| {
+        sqlx::query(
         "INSERT INTO trades (id, user_id, position_id, broker, symbol, side, quantity, entry_price, exit_price, size_usd, \
          gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes, entry_fee, strategy) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
@@ -39,8 +35,10 @@ pub async fn insert_trade(
     .bind(t.duration_minutes)
     .bind(t.entry_fee.to_string())
     .bind(&t.strategy)
-    .execute(&mut *conn)
-    .await?;
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected())
+    })?;
     super::totals::add_trade(conn, user_id, t).await
 }
 
@@ -111,15 +109,17 @@ pub async fn page(
     limit: Option<i64>,
     offset: i64,
 ) -> sqlx::Result<Vec<Owned<CompletedTrade>>> {
-    let mut args = AnyArguments::default();
-    let conditions = filter.where_clause("closed_at", &[], &mut args);
-    let limit = limit_clause(limit, offset, &mut args);
-    let rows: Vec<OwnedTradeRow> = sqlx::query_as_with(
-        sql!("SELECT user_id, {TRADE_COLUMNS} FROM trades {conditions} ORDER BY closed_at DESC, id DESC{limit}"),
-        args,
-    )
-    .fetch_all(&db.pool)
-    .await?;
+    let rows: Vec<OwnedTradeRow> = on!(db, |c, DB| {
+        let mut args = <DB as Database>::Arguments::default();
+        let conditions = filter.where_clause::<DB>("closed_at", &[], &mut args);
+        let limit = limit_clause::<DB>(limit, offset, &mut args);
+        sqlx::query_as_with(
+            sql!("SELECT user_id, {TRADE_COLUMNS} FROM trades {conditions} ORDER BY closed_at DESC, id DESC{limit}"),
+            args,
+        )
+        .fetch_all(c)
+        .await
+    })?;
     rows.into_iter()
         .map(|owned| {
             Ok(Owned {
@@ -138,44 +138,50 @@ pub async fn count(db: &Db, filter: &Filter) -> sqlx::Result<i64> {
     {
         return Ok(super::totals::get(&db.pool, user_id).await?.trades as i64);
     }
-    let mut args = AnyArguments::default();
-    let conditions = filter.where_clause("closed_at", &[], &mut args);
-    sqlx::query_scalar_with(sql!("SELECT COUNT(*) FROM trades {conditions}"), args)
-        .fetch_one(&db.pool)
-        .await
+    on!(db, |c, DB| {
+        let mut args = <DB as Database>::Arguments::default();
+        let conditions = filter.where_clause::<DB>("closed_at", &[], &mut args);
+        sqlx::query_scalar_with(sql!("SELECT COUNT(*) FROM trades {conditions}"), args)
+            .fetch_one(c)
+            .await
+    })
 }
 
 /// Every completed trade closed at or after `since`, oldest first (for statistics).
 pub async fn trades_since<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     since: i64,
 ) -> sqlx::Result<Vec<CompletedTrade>> {
-    let rows: Vec<TradeRow> = sqlx::query_as(sql!(
+    let rows: Vec<TradeRow> = on!(exec, |c| {
+        sqlx::query_as(sql!(
         "SELECT {TRADE_COLUMNS} FROM trades WHERE user_id = $1 AND closed_at >= $2 ORDER BY closed_at, id"
     ))
     .bind(user_id)
     .bind(since)
-    .fetch_all(exec)
-    .await?;
+    .fetch_all(c)
+    .await
+    })?;
     rows.into_iter().map(TradeRow::into_trade).collect()
 }
 
 /// The completed trades closed in `[from, until)`, oldest first.
 pub async fn trades_between<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     user_id: &str,
     from: i64,
     until: i64,
 ) -> sqlx::Result<Vec<CompletedTrade>> {
-    let rows: Vec<TradeRow> = sqlx::query_as(sql!(
+    let rows: Vec<TradeRow> = on!(exec, |c| {
+        sqlx::query_as(sql!(
         "SELECT {TRADE_COLUMNS} FROM trades WHERE user_id = $1 AND closed_at >= $2 AND closed_at < $3 \
          ORDER BY closed_at, id"
     ))
     .bind(user_id)
     .bind(from)
     .bind(until)
-    .fetch_all(exec)
-    .await?;
+    .fetch_all(c)
+    .await
+    })?;
     rows.into_iter().map(TradeRow::into_trade).collect()
 }

@@ -1,6 +1,7 @@
 //! The `users` table.
 
-use sqlx::{Any, Executor, FromRow};
+use super::Executes;
+use sqlx::FromRow;
 
 use super::{Db, now_ms};
 
@@ -64,11 +65,8 @@ pub struct NewUser<'a> {
 }
 
 /// Inserts a user; `Ok(false)` when the e-mail (case-insensitively) is taken.
-pub async fn insert<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    user: &NewUser<'_>,
-) -> sqlx::Result<bool> {
-    let result = sqlx::query(
+pub async fn insert<'e>(exec: impl Executes<'e>, user: &NewUser<'_>) -> sqlx::Result<bool> {
+    let result = on!(exec, |c| sqlx::query(
         "INSERT INTO users (id, email, email_lower, full_name, password_hash, role, status, \
          subscription_tier, trial_ends_at, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, 'active', 'free', $7, $8, $8) \
@@ -82,67 +80,70 @@ pub async fn insert<'e>(
     .bind(user.role)
     .bind(user.trial_ends_at)
     .bind(user.created_at)
-    .execute(exec)
-    .await?;
-    Ok(result.rows_affected() == 1)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
+    Ok(result == 1)
 }
 
 pub async fn by_email(db: &Db, email: &str) -> sqlx::Result<Option<UserRow>> {
-    sqlx::query_as(select_user!("email_lower = $1"))
-        .bind(email.to_lowercase())
-        .fetch_optional(&db.pool)
-        .await
+    on!(&db.pool, |c| sqlx::query_as(select_user!(
+        "email_lower = $1"
+    ))
+    .bind(email.to_lowercase())
+    .fetch_optional(c)
+    .await)
 }
 
-pub async fn by_id<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    id: &str,
-) -> sqlx::Result<Option<UserRow>> {
-    sqlx::query_as(select_user!("id = $1"))
+pub async fn by_id<'e>(exec: impl Executes<'e>, id: &str) -> sqlx::Result<Option<UserRow>> {
+    on!(exec, |c| sqlx::query_as(select_user!("id = $1"))
         .bind(id)
-        .fetch_optional(exec)
-        .await
+        .fetch_optional(c)
+        .await)
 }
 
 pub async fn set_password<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     password_hash: &str,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE users SET password_hash = $1, updated_at = $2 WHERE id = $3")
-        .bind(password_hash)
-        .bind(now_ms())
-        .bind(id)
-        .execute(exec)
-        .await?;
+    on!(exec, |c| sqlx::query(
+        "UPDATE users SET password_hash = $1, updated_at = $2 WHERE id = $3"
+    )
+    .bind(password_hash)
+    .bind(now_ms())
+    .bind(id)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
-pub async fn set_role<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    id: &str,
-    role: &str,
-) -> sqlx::Result<()> {
-    sqlx::query("UPDATE users SET role = $1, updated_at = $2 WHERE id = $3")
-        .bind(role)
-        .bind(now_ms())
-        .bind(id)
-        .execute(exec)
-        .await?;
+pub async fn set_role<'e>(exec: impl Executes<'e>, id: &str, role: &str) -> sqlx::Result<()> {
+    on!(exec, |c| sqlx::query(
+        "UPDATE users SET role = $1, updated_at = $2 WHERE id = $3"
+    )
+    .bind(role)
+    .bind(now_ms())
+    .bind(id)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
 /// Records activity at most once a minute per user, so reads stay reads.
 pub async fn touch_last_active(db: &Db, id: &str, now: i64) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(&db.pool, |c| sqlx::query(
         "UPDATE users SET last_active_at = $1 WHERE id = $2 \
          AND (last_active_at IS NULL OR last_active_at < $3)",
     )
     .bind(now)
     .bind(id)
     .bind(now - 60_000)
-    .execute(&db.pool)
-    .await?;
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
@@ -186,7 +187,8 @@ pub async fn list_for_admin(
             s.to_lowercase().replace(['\\', '%', '_'], "")
         )
     });
-    let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    let rows = on!(&db.pool, |c| {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT u.id, u.email, u.full_name, u.subscription_tier, u.status, u.created_at, u.last_active_at, \
          COALESCE(t.trades, 0) AS total_trades, a.realized_pnl, a.fees_paid \
          FROM users u LEFT JOIN trading_accounts a ON a.user_id = u.id \
@@ -199,40 +201,39 @@ pub async fn list_for_admin(
     .bind(&filter.status)
     .bind(limit)
     .bind(offset)
-    .fetch_all(&db.pool)
-    .await?;
-    let total = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "SELECT COUNT(*) FROM users u WHERE {USER_FILTER}"
-    )))
+    .fetch_all(c).await
+    })?;
+    let total = on!(&db.pool, |c| sqlx::query_scalar(sqlx::AssertSqlSafe(
+        format!("SELECT COUNT(*) FROM users u WHERE {USER_FILTER}")
+    ))
     .bind(&pattern)
     .bind(&filter.search)
     .bind(&filter.tier)
     .bind(&filter.status)
-    .fetch_one(&db.pool)
-    .await?;
+    .fetch_one(c)
+    .await)?;
     Ok((rows, total))
 }
 
-pub async fn notes<'e>(
-    exec: impl Executor<'e, Database = Any>,
-    id: &str,
-) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar("SELECT notes FROM users WHERE id = $1")
-        .bind(id)
-        .fetch_one(exec)
-        .await
+pub async fn notes<'e>(exec: impl Executes<'e>, id: &str) -> sqlx::Result<Option<String>> {
+    on!(exec, |c| sqlx::query_scalar(
+        "SELECT notes FROM users WHERE id = $1"
+    )
+    .bind(id)
+    .fetch_one(c)
+    .await)
 }
 
 /// An admin's change: the tier outright (ending any trial), the status, the notes.
 pub async fn update_by_admin<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     tier: Option<&str>,
     status: Option<&str>,
     notes: Option<&str>,
     now: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    on!(exec, |c| sqlx::query(
         "UPDATE users SET subscription_tier = COALESCE($2, subscription_tier), \
          trial_ends_at = CASE WHEN $2 IS NULL THEN trial_ends_at ELSE NULL END, \
          status = COALESCE($3, status), notes = COALESCE($4, notes), updated_at = $5 WHERE id = $1",
@@ -242,38 +243,43 @@ pub async fn update_by_admin<'e>(
     .bind(status)
     .bind(notes)
     .bind(now)
-    .execute(exec)
-    .await?;
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
 
 /// Sets the tier billing decided; any trial is over.
 pub async fn set_tier<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     tier: &str,
     now: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE users SET subscription_tier = $2, trial_ends_at = NULL, updated_at = $3 WHERE id = $1")
+    on!(exec, |c| {
+        sqlx::query("UPDATE users SET subscription_tier = $2, trial_ends_at = NULL, updated_at = $3 WHERE id = $1")
         .bind(id)
         .bind(tier)
         .bind(now)
-        .execute(exec)
-        .await?;
+        .execute(c).await.map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
 pub async fn set_status<'e>(
-    exec: impl Executor<'e, Database = Any>,
+    exec: impl Executes<'e>,
     id: &str,
     status: &str,
     now: i64,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE users SET status = $2, updated_at = $3 WHERE id = $1")
-        .bind(id)
-        .bind(status)
-        .bind(now)
-        .execute(exec)
-        .await?;
+    on!(exec, |c| sqlx::query(
+        "UPDATE users SET status = $2, updated_at = $3 WHERE id = $1"
+    )
+    .bind(id)
+    .bind(status)
+    .bind(now)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }
