@@ -243,19 +243,21 @@ pub async fn create(
     let expires_at = now + LINK_LIFETIME_MS;
     on!(&app.db.pool, |c| {
         sqlx::query(
-        "INSERT INTO exports (id, user_id, token_hash, file_name, format, data_type, size_bytes, created_at, expires_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-    )
-    .bind(&id)
-    .bind(&user.user_id)
-    .bind(sha256_hex(token.as_bytes()))
-    .bind(&file_name)
-    .bind(&request.format)
-    .bind(&request.data_type)
-    .bind(body.len() as i64)
-    .bind(now)
-    .bind(expires_at)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO exports (id, user_id, token_hash, file_name, format, data_type, size_bytes, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&id)
+        .bind(&user.user_id)
+        .bind(sha256_hex(token.as_bytes()))
+        .bind(&file_name)
+        .bind(&request.format)
+        .bind(&request.data_type)
+        .bind(body.len() as i64)
+        .bind(now)
+        .bind(expires_at)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(Exported {
         download_url: format!("/api/v1/analytics/export/{id}?token={token}"),

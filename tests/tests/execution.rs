@@ -29,9 +29,11 @@ async fn execution_server(extra: &[(&str, &str)]) -> (Server, String) {
     let admin = server.admin_token().await;
     server.install_plugin(&admin, CHURN.0, CHURN.1).await;
     server.install_plugin(&admin, FAULTY.0, FAULTY.1).await;
-    // The bots these tests start on `ema-cross` must stay quiet: on hourly candles a crossover
-    // (its only entry) is hours apart on the paper market, on minute candles minutes apart.
-    configure(&server, &admin, "ema-cross", json!({"interval": "1h"})).await;
+    // The bots these tests start on `ema-cross` must stay quiet whatever the simulated market
+    // does: its slow average needs more candles than the 200 a scan reads, so it never signals.
+    // (On hourly candles alone, a recent crossover opened positions during some hours of the day.)
+    let quiet = json!({"interval": "1h", "fast_period": "2", "slow_period": "500"});
+    configure(&server, &admin, "ema-cross", quiet).await;
     (server, admin)
 }
 
@@ -625,16 +627,9 @@ async fn a_signal_acknowledged_before_a_crash_is_acted_on_once_and_its_outcome_i
 
 #[tokio::test]
 async fn a_difference_with_the_venue_stops_the_bot_until_it_is_resolved() {
+    // The suite's `ema-cross` never signals: the only difference with the venue is the one made
+    // below, whatever the simulated market does.
     let (mut server, admin) = execution_server(&[]).await;
-    // A strategy that never signals (its slow average needs more candles than a scan reads): the
-    // only difference with the venue is the one made below, whatever the simulated market does.
-    configure(
-        &server,
-        &admin,
-        "ema-cross",
-        json!({"interval": "1h", "fast_period": "2", "slow_period": "500"}),
-    )
-    .await;
     let address = email("drift");
     let (user_id, token) = server.user(&address).await;
     server.connect_paper(&token).await;

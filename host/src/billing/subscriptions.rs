@@ -877,10 +877,11 @@ pub async fn usage(app: &App, user: &Principal) -> ApiResult<Usage> {
 async fn peak_concurrent(app: &App, user_id: &str, since: i64) -> ApiResult<i64> {
     let rows: Vec<(String, String, i64)> = on!(&app.db.pool, |c| {
         sqlx::query_as(
-        "SELECT position_id, action, created_at FROM ledger WHERE user_id = $1 ORDER BY created_at, action",
-    )
-    .bind(user_id)
-    .fetch_all(c).await
+            "SELECT position_id, action, created_at FROM ledger WHERE user_id = $1 ORDER BY created_at, action",
+        )
+        .bind(user_id)
+        .fetch_all(c)
+        .await
     })?;
     let mut open = std::collections::HashSet::new();
     let mut peak = 0usize;

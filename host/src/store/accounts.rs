@@ -19,10 +19,11 @@ struct AccountRow {
 pub async fn account<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Option<Account>> {
     let row: Option<AccountRow> = on!(exec, |c| {
         sqlx::query_as(
-        "SELECT currency, initial_capital, cash, realized_pnl, fees_paid FROM trading_accounts WHERE user_id = $1",
-    )
-    .bind(user_id)
-    .fetch_optional(c).await
+            "SELECT currency, initial_capital, cash, realized_pnl, fees_paid FROM trading_accounts WHERE user_id = $1",
+        )
+        .bind(user_id)
+        .fetch_optional(c)
+        .await
     })?;
     row.map(|row| {
         Ok(Account {
@@ -45,17 +46,19 @@ pub async fn insert_account<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO trading_accounts (user_id, currency, initial_capital, cash, realized_pnl, fees_paid, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (user_id) DO NOTHING",
-    )
-    .bind(user_id)
-    .bind(&account.currency)
-    .bind(account.initial_capital.to_string())
-    .bind(account.cash.to_string())
-    .bind(account.realized_pnl.to_string())
-    .bind(account.fees_paid.to_string())
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO trading_accounts (user_id, currency, initial_capital, cash, realized_pnl, fees_paid, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (user_id) DO NOTHING",
+        )
+        .bind(user_id)
+        .bind(&account.currency)
+        .bind(account.initial_capital.to_string())
+        .bind(account.cash.to_string())
+        .bind(account.realized_pnl.to_string())
+        .bind(account.fees_paid.to_string())
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -68,14 +71,16 @@ pub async fn update_account<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "UPDATE trading_accounts SET cash = $2, realized_pnl = $3, fees_paid = $4, updated_at = $5 WHERE user_id = $1",
-    )
-    .bind(user_id)
-    .bind(account.cash.to_string())
-    .bind(account.realized_pnl.to_string())
-    .bind(account.fees_paid.to_string())
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE trading_accounts SET cash = $2, realized_pnl = $3, fees_paid = $4, updated_at = $5 WHERE user_id = $1",
+        )
+        .bind(user_id)
+        .bind(account.cash.to_string())
+        .bind(account.realized_pnl.to_string())
+        .bind(account.fees_paid.to_string())
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }

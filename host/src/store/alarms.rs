@@ -24,21 +24,23 @@ pub async fn insert_alarm<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO alarms (id, user_id, alarm_type, level, message, current_value, threshold_value, \
-         recommended_action, status, raised_at, cleared_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-    )
-    .bind(&a.id)
-    .bind(user_id)
-    .bind(&a.alarm_type)
-    .bind(&a.level)
-    .bind(&a.message)
-    .bind(a.current_value)
-    .bind(a.threshold_value)
-    .bind(&a.recommended_action)
-    .bind(&a.status)
-    .bind(a.raised_at)
-    .bind(a.cleared_at)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO alarms (id, user_id, alarm_type, level, message, current_value, threshold_value, \
+             recommended_action, status, raised_at, cleared_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        )
+        .bind(&a.id)
+        .bind(user_id)
+        .bind(&a.alarm_type)
+        .bind(&a.level)
+        .bind(&a.message)
+        .bind(a.current_value)
+        .bind(a.threshold_value)
+        .bind(&a.recommended_action)
+        .bind(&a.status)
+        .bind(a.raised_at)
+        .bind(a.cleared_at)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -61,11 +63,12 @@ pub async fn active_alarms<'e>(
 ) -> sqlx::Result<Vec<AlarmRow>> {
     on!(exec, |c| {
         sqlx::query_as(
-        "SELECT id, alarm_type, level, message, current_value, threshold_value, recommended_action, status, raised_at, \
-         cleared_at FROM alarms WHERE user_id = $1 AND status = 'active' ORDER BY raised_at",
-    )
-    .bind(user_id)
-    .fetch_all(c).await
+            "SELECT id, alarm_type, level, message, current_value, threshold_value, recommended_action, status, raised_at, \
+             cleared_at FROM alarms WHERE user_id = $1 AND status = 'active' ORDER BY raised_at",
+        )
+        .bind(user_id)
+        .fetch_all(c)
+        .await
     })
 }
 

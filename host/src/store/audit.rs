@@ -21,17 +21,19 @@ pub async fn record<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO audit_log (id, event_type, user_id, ip_address, user_agent, metadata, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-    )
-    .bind(new_id())
-    .bind(event_type)
-    .bind(actor.user_id)
-    .bind(actor.ip_address)
-    .bind(actor.user_agent)
-    .bind(metadata.to_string())
-    .bind(now_ms())
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO audit_log (id, event_type, user_id, ip_address, user_agent, metadata, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(new_id())
+        .bind(event_type)
+        .bind(actor.user_id)
+        .bind(actor.ip_address)
+        .bind(actor.user_agent)
+        .bind(metadata.to_string())
+        .bind(now_ms())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -70,16 +72,17 @@ pub async fn list(
 ) -> sqlx::Result<(Vec<AuditRow>, i64)> {
     let rows = on!(&db.pool, |c| {
         sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT id, event_type, user_id, ip_address, user_agent, metadata, created_at FROM audit_log \
-         WHERE {FILTER} ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6"
-    )))
-    .bind(filter.event_type.as_deref())
-    .bind(filter.user_id.as_deref())
-    .bind(filter.from_ms)
-    .bind(filter.until_ms)
-    .bind(limit)
-    .bind(offset)
-    .fetch_all(c).await
+            "SELECT id, event_type, user_id, ip_address, user_agent, metadata, created_at FROM audit_log \
+             WHERE {FILTER} ORDER BY created_at DESC, id DESC LIMIT $5 OFFSET $6"
+        )))
+        .bind(filter.event_type.as_deref())
+        .bind(filter.user_id.as_deref())
+        .bind(filter.from_ms)
+        .bind(filter.until_ms)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(c)
+        .await
     })?;
     let (total,): (i64,) = on!(&db.pool, |c| sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT COUNT(*) FROM audit_log WHERE {FILTER}"

@@ -56,10 +56,11 @@ pub async fn by_customer<'e>(
 pub async fn due<'e>(exec: impl Executes<'e>, now: i64) -> sqlx::Result<Vec<SubscriptionRow>> {
     on!(exec, |c| {
         sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM subscriptions WHERE status IN ('active', 'past_due') AND current_period_end <= $1"
-    )))
-    .bind(now)
-    .fetch_all(c).await
+            "SELECT {COLUMNS} FROM subscriptions WHERE status IN ('active', 'past_due') AND current_period_end <= $1"
+        )))
+        .bind(now)
+        .fetch_all(c)
+        .await
     })
 }
 
@@ -67,30 +68,32 @@ pub async fn due<'e>(exec: impl Executes<'e>, now: i64) -> sqlx::Result<Vec<Subs
 pub async fn put<'e>(exec: impl Executes<'e>, s: &SubscriptionRow, now: i64) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO subscriptions ({COLUMNS}, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
-         ON CONFLICT (user_id) DO UPDATE SET id = $1, tier = $3, billing_interval = $4, status = $5, \
-         current_period_start = $6, current_period_end = $7, cancel_at_period_end = $8, amount = $9, \
-         currency = $10, payment_method = $11, customer_id = $12, cancelled_at = $13, cancel_reason = $14, \
-         updated_at = $16"
-    )))
-    .bind(&s.id)
-    .bind(&s.user_id)
-    .bind(&s.tier)
-    .bind(&s.billing_interval)
-    .bind(&s.status)
-    .bind(s.current_period_start)
-    .bind(s.current_period_end)
-    .bind(s.cancel_at_period_end)
-    .bind(&s.amount)
-    .bind(&s.currency)
-    .bind(&s.payment_method)
-    .bind(&s.customer_id)
-    .bind(s.cancelled_at)
-    .bind(&s.cancel_reason)
-    .bind(s.created_at)
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO subscriptions ({COLUMNS}, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+             ON CONFLICT (user_id) DO UPDATE SET id = $1, tier = $3, billing_interval = $4, status = $5, \
+             current_period_start = $6, current_period_end = $7, cancel_at_period_end = $8, amount = $9, \
+             currency = $10, payment_method = $11, customer_id = $12, cancelled_at = $13, cancel_reason = $14, \
+             updated_at = $16"
+        )))
+        .bind(&s.id)
+        .bind(&s.user_id)
+        .bind(&s.tier)
+        .bind(&s.billing_interval)
+        .bind(&s.status)
+        .bind(s.current_period_start)
+        .bind(s.current_period_end)
+        .bind(s.cancel_at_period_end)
+        .bind(&s.amount)
+        .bind(&s.currency)
+        .bind(&s.payment_method)
+        .bind(&s.customer_id)
+        .bind(s.cancelled_at)
+        .bind(&s.cancel_reason)
+        .bind(s.created_at)
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -118,22 +121,24 @@ pub struct Payment<'a> {
 pub async fn insert_pending<'e>(exec: impl Executes<'e>, p: &Payment<'_>) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO payments (id, user_id, subscription_id, kind, amount, currency, provider, provider_reference, \
-         description, created_at, status, idempotency_key, period_start) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, '', $8, $9, 'pending', $10, $11) ON CONFLICT (idempotency_key) DO NOTHING",
-    )
-    .bind(p.id)
-    .bind(p.user_id)
-    .bind(p.subscription_id)
-    .bind(p.kind)
-    .bind(p.amount)
-    .bind(p.currency)
-    .bind(p.provider)
-    .bind(p.description)
-    .bind(p.created_at)
-    .bind(p.idempotency_key)
-    .bind(p.period_start)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO payments (id, user_id, subscription_id, kind, amount, currency, provider, provider_reference, \
+             description, created_at, status, idempotency_key, period_start) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, '', $8, $9, 'pending', $10, $11) ON CONFLICT (idempotency_key) DO NOTHING",
+        )
+        .bind(p.id)
+        .bind(p.user_id)
+        .bind(p.subscription_id)
+        .bind(p.kind)
+        .bind(p.amount)
+        .bind(p.currency)
+        .bind(p.provider)
+        .bind(p.description)
+        .bind(p.created_at)
+        .bind(p.idempotency_key)
+        .bind(p.period_start)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(result == 1)
 }
@@ -176,12 +181,14 @@ pub async fn settle<'e>(
 ) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(
-        "UPDATE payments SET status = 'settled', provider_reference = $2, settled_at = $3 WHERE id = $1 AND status = 'pending'",
-    )
-    .bind(id)
-    .bind(reference)
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE payments SET status = 'settled', provider_reference = $2, settled_at = $3 WHERE id = $1 AND status = 'pending'",
+        )
+        .bind(id)
+        .bind(reference)
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(result == 1)
 }
@@ -195,13 +202,15 @@ pub async fn fail<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "UPDATE payments SET status = 'failed', description = description || ': ' || $2, settled_at = $3 \
-         WHERE id = $1 AND status = 'pending'",
-    )
-    .bind(id)
-    .bind(reason)
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE payments SET status = 'failed', description = description || ': ' || $2, settled_at = $3 \
+             WHERE id = $1 AND status = 'pending'",
+        )
+        .bind(id)
+        .bind(reason)
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -214,12 +223,13 @@ pub async fn failed_renewals<'e>(
 ) -> sqlx::Result<(i64, Option<i64>)> {
     on!(exec, |c| {
         sqlx::query_as(
-        "SELECT COUNT(*), MAX(created_at) FROM payments WHERE subscription_id = $1 AND period_start = $2 \
-         AND kind = 'charge' AND status = 'failed'",
-    )
-    .bind(subscription_id)
-    .bind(period_start)
-    .fetch_one(c).await
+            "SELECT COUNT(*), MAX(created_at) FROM payments WHERE subscription_id = $1 AND period_start = $2 \
+             AND kind = 'charge' AND status = 'failed'",
+        )
+        .bind(subscription_id)
+        .bind(period_start)
+        .fetch_one(c)
+        .await
     })
 }
 
@@ -234,14 +244,16 @@ pub async fn advance_period<'e>(
 ) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(
-        "UPDATE subscriptions SET current_period_start = $2, current_period_end = $3, status = 'active', updated_at = $4 \
-         WHERE id = $1 AND current_period_end = $2 AND status IN ('active', 'past_due')",
-    )
-    .bind(id)
-    .bind(period_end)
-    .bind(next_end)
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE subscriptions SET current_period_start = $2, current_period_end = $3, status = 'active', updated_at = $4 \
+             WHERE id = $1 AND current_period_end = $2 AND status IN ('active', 'past_due')",
+        )
+        .bind(id)
+        .bind(period_end)
+        .bind(next_end)
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(result == 1)
 }
@@ -257,14 +269,16 @@ pub async fn end<'e>(
 ) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(
-        "UPDATE subscriptions SET status = 'cancelled', cancelled_at = $3, cancel_reason = COALESCE($4, cancel_reason), \
-         updated_at = $3 WHERE id = $1 AND current_period_end = $2 AND status IN ('active', 'past_due')",
-    )
-    .bind(id)
-    .bind(period_end)
-    .bind(now)
-    .bind(reason)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE subscriptions SET status = 'cancelled', cancelled_at = $3, cancel_reason = COALESCE($4, cancel_reason), \
+             updated_at = $3 WHERE id = $1 AND current_period_end = $2 AND status IN ('active', 'past_due')",
+        )
+        .bind(id)
+        .bind(period_end)
+        .bind(now)
+        .bind(reason)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(result == 1)
 }
@@ -298,15 +312,17 @@ pub async fn record_event<'e>(
 ) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO payment_events (event_id, event_type, handled, user_id, received_at) VALUES ($1, $2, $3, $4, $5) \
-         ON CONFLICT (event_id) DO NOTHING",
-    )
-    .bind(event_id)
-    .bind(event_type)
-    .bind(handled as i64)
-    .bind(user_id)
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO payment_events (event_id, event_type, handled, user_id, received_at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (event_id) DO NOTHING",
+        )
+        .bind(event_id)
+        .bind(event_type)
+        .bind(handled as i64)
+        .bind(user_id)
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(result == 1)
 }
@@ -348,9 +364,10 @@ pub async fn api_calls_since<'e>(
 ) -> sqlx::Result<i64> {
     let calls: i64 = on!(exec, |c| {
         sqlx::query_scalar("SELECT CAST(COALESCE(SUM(calls), 0) AS BIGINT) FROM api_usage WHERE user_id = $1 AND day >= $2")
-        .bind(user_id)
-        .bind(day)
-        .fetch_one(c).await
+            .bind(user_id)
+            .bind(day)
+            .fetch_one(c)
+            .await
     })?;
     Ok(calls)
 }

@@ -46,28 +46,30 @@ pub async fn resumable_bots<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<Bot
 pub async fn upsert_bot<'e>(exec: impl Executes<'e>, bot: &BotRow, now: i64) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO bots (user_id, id, status, broker, paper_trading, risk_profile, strategy, symbols, started_at, \
-         last_scan_at, scan_seq, strategy_state, last_error, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
-         ON CONFLICT (user_id) DO UPDATE SET status = $3, broker = $4, paper_trading = $5, risk_profile = $6, \
-         strategy = $7, symbols = $8, started_at = $9, last_scan_at = $10, scan_seq = $11, strategy_state = $12, \
-         last_error = $13, updated_at = $14",
-    )
-    .bind(&bot.user_id)
-    .bind(&bot.id)
-    .bind(&bot.status)
-    .bind(&bot.broker)
-    .bind(bot.paper_trading)
-    .bind(&bot.risk_profile)
-    .bind(&bot.strategy)
-    .bind(&bot.symbols)
-    .bind(bot.started_at)
-    .bind(bot.last_scan_at)
-    .bind(bot.scan_seq)
-    .bind(&bot.strategy_state)
-    .bind(&bot.last_error)
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO bots (user_id, id, status, broker, paper_trading, risk_profile, strategy, symbols, started_at, \
+             last_scan_at, scan_seq, strategy_state, last_error, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+             ON CONFLICT (user_id) DO UPDATE SET status = $3, broker = $4, paper_trading = $5, risk_profile = $6, \
+             strategy = $7, symbols = $8, started_at = $9, last_scan_at = $10, scan_seq = $11, strategy_state = $12, \
+             last_error = $13, updated_at = $14",
+        )
+        .bind(&bot.user_id)
+        .bind(&bot.id)
+        .bind(&bot.status)
+        .bind(&bot.broker)
+        .bind(bot.paper_trading)
+        .bind(&bot.risk_profile)
+        .bind(&bot.strategy)
+        .bind(&bot.symbols)
+        .bind(bot.started_at)
+        .bind(bot.last_scan_at)
+        .bind(bot.scan_seq)
+        .bind(&bot.strategy_state)
+        .bind(&bot.last_error)
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -77,14 +79,16 @@ pub async fn upsert_bot<'e>(exec: impl Executes<'e>, bot: &BotRow, now: i64) -> 
 pub async fn record_scan<'e>(exec: impl Executes<'e>, bot: &BotRow, now: i64) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "UPDATE bots SET last_scan_at = $2, scan_seq = $3, strategy_state = $4, updated_at = $5 WHERE user_id = $1",
-    )
-    .bind(&bot.user_id)
-    .bind(bot.last_scan_at)
-    .bind(bot.scan_seq)
-    .bind(&bot.strategy_state)
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE bots SET last_scan_at = $2, scan_seq = $3, strategy_state = $4, updated_at = $5 WHERE user_id = $1",
+        )
+        .bind(&bot.user_id)
+        .bind(bot.last_scan_at)
+        .bind(bot.scan_seq)
+        .bind(&bot.strategy_state)
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }

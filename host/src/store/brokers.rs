@@ -28,22 +28,24 @@ const COLUMNS: &str = "id, user_id, name, display_name, status, api_key_sealed, 
 pub async fn insert<'e>(exec: impl Executes<'e>, row: &BrokerRow) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(sql!(
-        "INSERT INTO broker_connections ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-         ON CONFLICT (user_id, name) DO NOTHING"
-    ))
-    .bind(&row.id)
-    .bind(&row.user_id)
-    .bind(&row.name)
-    .bind(&row.display_name)
-    .bind(&row.status)
-    .bind(&row.api_key_sealed)
-    .bind(&row.api_secret_sealed)
-    .bind(&row.api_key_masked)
-    .bind(&row.params_sealed)
-    .bind(&row.permissions)
-    .bind(row.last_connected_at)
-    .bind(row.created_at)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO broker_connections ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+             ON CONFLICT (user_id, name) DO NOTHING"
+        ))
+        .bind(&row.id)
+        .bind(&row.user_id)
+        .bind(&row.name)
+        .bind(&row.display_name)
+        .bind(&row.status)
+        .bind(&row.api_key_sealed)
+        .bind(&row.api_secret_sealed)
+        .bind(&row.api_key_masked)
+        .bind(&row.params_sealed)
+        .bind(&row.permissions)
+        .bind(row.last_connected_at)
+        .bind(row.created_at)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(result == 1)
 }
@@ -106,13 +108,15 @@ pub async fn mark_connected<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "UPDATE broker_connections SET status = $2, permissions = $3, last_connected_at = $4 WHERE id = $1",
-    )
-    .bind(id)
-    .bind(status)
-    .bind(permissions)
-    .bind(at)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE broker_connections SET status = $2, permissions = $3, last_connected_at = $4 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(status)
+        .bind(permissions)
+        .bind(at)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -130,22 +134,25 @@ pub struct Sealed {
 pub async fn all_sealed<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<Sealed>> {
     on!(exec, |c| {
         sqlx::query_as(
-        "SELECT id, user_id, api_key_sealed, api_secret_sealed, params_sealed FROM broker_connections ORDER BY id",
-    )
-    .fetch_all(c).await
+            "SELECT id, user_id, api_key_sealed, api_secret_sealed, params_sealed FROM broker_connections ORDER BY id",
+        )
+        .fetch_all(c)
+        .await
     })
 }
 
 pub async fn update_sealed<'e>(exec: impl Executes<'e>, sealed: &Sealed) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "UPDATE broker_connections SET api_key_sealed = $2, api_secret_sealed = $3, params_sealed = $4 WHERE id = $1",
-    )
-    .bind(&sealed.id)
-    .bind(&sealed.api_key_sealed)
-    .bind(&sealed.api_secret_sealed)
-    .bind(&sealed.params_sealed)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE broker_connections SET api_key_sealed = $2, api_secret_sealed = $3, params_sealed = $4 WHERE id = $1",
+        )
+        .bind(&sealed.id)
+        .bind(&sealed.api_key_sealed)
+        .bind(&sealed.api_secret_sealed)
+        .bind(&sealed.params_sealed)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }

@@ -17,28 +17,30 @@ pub async fn insert_ledger<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO ledger (id, user_id, order_id, position_id, broker, symbol, side, action, quantity, price, \
-         notional, fee, realized_pnl, cash_after, created_at, fill_id, entry_fee) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
-    )
-    .bind(&e.id)
-    .bind(user_id)
-    .bind(order_id)
-    .bind(&e.position_id)
-    .bind(&e.broker)
-    .bind(&e.symbol)
-    .bind(e.side.as_str())
-    .bind(e.action.as_str())
-    .bind(e.quantity.to_string())
-    .bind(e.price.to_string())
-    .bind(e.notional.to_string())
-    .bind(e.fee.to_string())
-    .bind(e.realized_pnl.to_string())
-    .bind(e.cash_after.to_string())
-    .bind(e.at_ms)
-    .bind(fill_id)
-    .bind(e.entry_fee.to_string())
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO ledger (id, user_id, order_id, position_id, broker, symbol, side, action, quantity, price, \
+             notional, fee, realized_pnl, cash_after, created_at, fill_id, entry_fee) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+        )
+        .bind(&e.id)
+        .bind(user_id)
+        .bind(order_id)
+        .bind(&e.position_id)
+        .bind(&e.broker)
+        .bind(&e.symbol)
+        .bind(e.side.as_str())
+        .bind(e.action.as_str())
+        .bind(e.quantity.to_string())
+        .bind(e.price.to_string())
+        .bind(e.notional.to_string())
+        .bind(e.fee.to_string())
+        .bind(e.realized_pnl.to_string())
+        .bind(e.cash_after.to_string())
+        .bind(e.at_ms)
+        .bind(fill_id)
+        .bind(e.entry_fee.to_string())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -50,10 +52,11 @@ pub async fn closes_of_order<'e>(
 ) -> sqlx::Result<Vec<LedgerEntry>> {
     let rows: Vec<LedgerRow> = on!(exec, |c| {
         sqlx::query_as(sql!(
-        "SELECT {LEDGER_COLUMNS} FROM ledger WHERE order_id = $1 AND action = 'CLOSE' ORDER BY created_at, id"
-    ))
-    .bind(order_id)
-    .fetch_all(c).await
+            "SELECT {LEDGER_COLUMNS} FROM ledger WHERE order_id = $1 AND action = 'CLOSE' ORDER BY created_at, id"
+        ))
+        .bind(order_id)
+        .fetch_all(c)
+        .await
     })?;
     rows.into_iter().map(LedgerRow::into_entry).collect()
 }

@@ -53,11 +53,13 @@ pub async fn undispatched_events(db: &Db, limit: i64) -> sqlx::Result<Vec<EventR
 pub async fn mark_dispatched<'e>(exec: impl Executes<'e>, id: &str, at: i64) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(
-        "UPDATE notification_events SET dispatched_at = $1 WHERE id = $2 AND dispatched_at IS NULL",
-    )
-    .bind(at)
-    .bind(id)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE notification_events SET dispatched_at = $1 WHERE id = $2 AND dispatched_at IS NULL",
+        )
+        .bind(at)
+        .bind(id)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(result > 0)
 }
@@ -87,10 +89,11 @@ pub async fn recipients<'e>(
         None => {
             on!(exec, |c| {
                 sqlx::query_as(
-                "SELECT u.id AS user_id, u.email, s.settings FROM users u \
-                 LEFT JOIN user_settings s ON s.user_id = u.id WHERE u.status = 'active' ORDER BY u.id",
-            )
-            .fetch_all(c).await
+                    "SELECT u.id AS user_id, u.email, s.settings FROM users u \
+                     LEFT JOIN user_settings s ON s.user_id = u.id WHERE u.status = 'active' ORDER BY u.id",
+                )
+                .fetch_all(c)
+                .await
             })
         }
     }
@@ -115,17 +118,19 @@ const WEBHOOK_COLUMNS: &str =
 pub async fn insert_webhook<'e>(exec: impl Executes<'e>, row: &WebhookRow) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(sql!(
-        "INSERT INTO notification_webhooks ({WEBHOOK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-    ))
-    .bind(&row.id)
-    .bind(&row.user_id)
-    .bind(&row.url_sealed)
-    .bind(&row.url_display)
-    .bind(&row.format)
-    .bind(&row.events)
-    .bind(&row.chat_id)
-    .bind(row.created_at)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO notification_webhooks ({WEBHOOK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+        ))
+        .bind(&row.id)
+        .bind(&row.user_id)
+        .bind(&row.url_sealed)
+        .bind(&row.url_display)
+        .bind(&row.format)
+        .bind(&row.events)
+        .bind(&row.chat_id)
+        .bind(row.created_at)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -148,10 +153,11 @@ pub async fn webhooks<'e>(
         Some(user_id) => {
             on!(exec, |c| {
                 sqlx::query_as(sql!(
-                "SELECT {WEBHOOK_COLUMNS} FROM notification_webhooks WHERE user_id = $1 ORDER BY created_at, id"
-            ))
-            .bind(user_id)
-            .fetch_all(c).await
+                    "SELECT {WEBHOOK_COLUMNS} FROM notification_webhooks WHERE user_id = $1 ORDER BY created_at, id"
+                ))
+                .bind(user_id)
+                .fetch_all(c)
+                .await
             })
         }
         None => {

@@ -60,37 +60,39 @@ const ORDER_COLUMNS: &str = "id, user_id, client_order_id, broker, symbol, side,
 pub async fn insert<'e>(exec: impl Executes<'e>, o: &OrderRow) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(sql!(
-        "INSERT INTO orders ({ORDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) ON CONFLICT (client_order_id) DO NOTHING"
-    ))
-    .bind(&o.id)
-    .bind(&o.user_id)
-    .bind(&o.client_order_id)
-    .bind(&o.broker)
-    .bind(&o.symbol)
-    .bind(&o.side)
-    .bind(&o.intent)
-    .bind(&o.kind)
-    .bind(&o.quantity)
-    .bind(&o.limit_price)
-    .bind(&o.filled_quantity)
-    .bind(&o.position_id)
-    .bind(&o.trade_id)
-    .bind(&o.stop_loss)
-    .bind(&o.take_profit)
-    .bind(&o.trail_pct)
-    .bind(&o.exit_reason)
-    .bind(o.attempt)
-    .bind(&o.signal_id)
-    .bind(&o.status)
-    .bind(&o.broker_order_id)
-    .bind(&o.error)
-    .bind(o.next_check_at)
-    .bind(o.checks)
-    .bind(o.created_at)
-    .bind(o.updated_at)
-    .bind(&o.strategy)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO orders ({ORDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+             $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) ON CONFLICT (client_order_id) DO NOTHING"
+        ))
+        .bind(&o.id)
+        .bind(&o.user_id)
+        .bind(&o.client_order_id)
+        .bind(&o.broker)
+        .bind(&o.symbol)
+        .bind(&o.side)
+        .bind(&o.intent)
+        .bind(&o.kind)
+        .bind(&o.quantity)
+        .bind(&o.limit_price)
+        .bind(&o.filled_quantity)
+        .bind(&o.position_id)
+        .bind(&o.trade_id)
+        .bind(&o.stop_loss)
+        .bind(&o.take_profit)
+        .bind(&o.trail_pct)
+        .bind(&o.exit_reason)
+        .bind(o.attempt)
+        .bind(&o.signal_id)
+        .bind(&o.status)
+        .bind(&o.broker_order_id)
+        .bind(&o.error)
+        .bind(o.next_check_at)
+        .bind(o.checks)
+        .bind(o.created_at)
+        .bind(o.updated_at)
+        .bind(&o.strategy)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(result == 1)
 }
@@ -125,10 +127,11 @@ pub async fn by_id<'e>(
 pub async fn live<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Vec<OrderRow>> {
     on!(exec, |c| {
         sqlx::query_as(sql!(
-        "SELECT {ORDER_COLUMNS} FROM orders WHERE user_id = $1 AND status IN {LIVE} ORDER BY created_at, id"
-    ))
-    .bind(user_id)
-    .fetch_all(c).await
+            "SELECT {ORDER_COLUMNS} FROM orders WHERE user_id = $1 AND status IN {LIVE} ORDER BY created_at, id"
+        ))
+        .bind(user_id)
+        .fetch_all(c)
+        .await
     })
 }
 
@@ -167,18 +170,20 @@ pub async fn update<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "UPDATE orders SET status = $2, broker_order_id = COALESCE($3, broker_order_id), filled_quantity = $4, \
-         error = COALESCE($5, error), next_check_at = $6, checks = $7, updated_at = $8 WHERE id = $1",
-    )
-    .bind(id)
-    .bind(u.status)
-    .bind(u.broker_order_id)
-    .bind(u.filled_quantity)
-    .bind(u.error)
-    .bind(u.next_check_at)
-    .bind(u.checks)
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE orders SET status = $2, broker_order_id = COALESCE($3, broker_order_id), filled_quantity = $4, \
+             error = COALESCE($5, error), next_check_at = $6, checks = $7, updated_at = $8 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(u.status)
+        .bind(u.broker_order_id)
+        .bind(u.filled_quantity)
+        .bind(u.error)
+        .bind(u.next_check_at)
+        .bind(u.checks)
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -212,12 +217,13 @@ pub async fn count_opens_since<'e>(
 ) -> sqlx::Result<i64> {
     on!(exec, |c| {
         sqlx::query_scalar(
-        "SELECT COUNT(*) FROM orders WHERE user_id = $1 AND intent <> 'close' AND filled_quantity <> '0' \
-         AND created_at >= $2",
-    )
-    .bind(user_id)
-    .bind(since)
-    .fetch_one(c).await
+            "SELECT COUNT(*) FROM orders WHERE user_id = $1 AND intent <> 'close' AND filled_quantity <> '0' \
+             AND created_at >= $2",
+        )
+        .bind(user_id)
+        .bind(since)
+        .fetch_one(c)
+        .await
     })
 }
 
@@ -268,19 +274,21 @@ pub struct FillRow {
 pub async fn insert_fill<'e>(exec: impl Executes<'e>, f: &FillRow) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO fills (id, order_id, user_id, venue_trade_id, quantity, price, fee, filled_at, booked_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (order_id, venue_trade_id) DO NOTHING",
-    )
-    .bind(&f.id)
-    .bind(&f.order_id)
-    .bind(&f.user_id)
-    .bind(&f.venue_trade_id)
-    .bind(&f.quantity)
-    .bind(&f.price)
-    .bind(&f.fee)
-    .bind(f.filled_at)
-    .bind(f.booked_at)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO fills (id, order_id, user_id, venue_trade_id, quantity, price, fee, filled_at, booked_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (order_id, venue_trade_id) DO NOTHING",
+        )
+        .bind(&f.id)
+        .bind(&f.order_id)
+        .bind(&f.user_id)
+        .bind(&f.venue_trade_id)
+        .bind(&f.quantity)
+        .bind(&f.price)
+        .bind(&f.fee)
+        .bind(f.filled_at)
+        .bind(f.booked_at)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(result == 1)
 }
@@ -289,11 +297,12 @@ pub async fn insert_fill<'e>(exec: impl Executes<'e>, f: &FillRow) -> sqlx::Resu
 pub async fn fills_of<'e>(exec: impl Executes<'e>, order_id: &str) -> sqlx::Result<Vec<FillRow>> {
     on!(exec, |c| {
         sqlx::query_as(
-        "SELECT id, order_id, user_id, venue_trade_id, quantity, price, fee, filled_at, booked_at FROM fills \
-         WHERE order_id = $1 ORDER BY filled_at, id",
-    )
-    .bind(order_id)
-    .fetch_all(c).await
+            "SELECT id, order_id, user_id, venue_trade_id, quantity, price, fee, filled_at, booked_at FROM fills \
+             WHERE order_id = $1 ORDER BY filled_at, id",
+        )
+        .bind(order_id)
+        .fetch_all(c)
+        .await
     })
 }
 

@@ -108,13 +108,15 @@ pub async fn record_attempt(
     let sent_at = (status == "sent" || status == "logged").then(now_ms);
     on!(&db.pool, |c| {
         sqlx::query(
-        "UPDATE mail_outbox SET status = $1, attempts = attempts + 1, last_error = $2, sent_at = $3 WHERE id = $4",
-    )
-    .bind(status)
-    .bind(error)
-    .bind(sent_at)
-    .bind(id)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE mail_outbox SET status = $1, attempts = attempts + 1, last_error = $2, sent_at = $3 WHERE id = $4",
+        )
+        .bind(status)
+        .bind(error)
+        .bind(sent_at)
+        .bind(id)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }

@@ -36,23 +36,25 @@ const FIGURE_COLUMNS: &str = "id, user_id, taken_at, source, cash, positions_val
 pub async fn insert_snapshot<'e>(exec: impl Executes<'e>, s: &SnapshotRow) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO performance_snapshots (id, user_id, taken_at, source, cash, positions_value, unrealized_pnl, \
-         realized_pnl_today, total_trades, winning_trades, losing_trades, kpi) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-    )
-    .bind(&s.id)
-    .bind(&s.user_id)
-    .bind(s.taken_at)
-    .bind(&s.source)
-    .bind(s.cash)
-    .bind(s.positions_value)
-    .bind(s.unrealized_pnl)
-    .bind(s.realized_pnl_today)
-    .bind(s.total_trades)
-    .bind(s.winning_trades)
-    .bind(s.losing_trades)
-    .bind(&s.kpi)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO performance_snapshots (id, user_id, taken_at, source, cash, positions_value, unrealized_pnl, \
+             realized_pnl_today, total_trades, winning_trades, losing_trades, kpi) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .bind(&s.id)
+        .bind(&s.user_id)
+        .bind(s.taken_at)
+        .bind(&s.source)
+        .bind(s.cash)
+        .bind(s.positions_value)
+        .bind(s.unrealized_pnl)
+        .bind(s.realized_pnl_today)
+        .bind(s.total_trades)
+        .bind(s.winning_trades)
+        .bind(s.losing_trades)
+        .bind(&s.kpi)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -83,12 +85,13 @@ pub async fn kpi_since<'e>(
 ) -> sqlx::Result<Vec<String>> {
     on!(exec, |c| {
         sqlx::query_scalar(
-        "SELECT kpi FROM performance_snapshots WHERE user_id = $1 AND taken_at >= $2 AND kpi IS NOT NULL \
-         ORDER BY taken_at, id",
-    )
-    .bind(user_id)
-    .bind(since)
-    .fetch_all(c).await
+            "SELECT kpi FROM performance_snapshots WHERE user_id = $1 AND taken_at >= $2 AND kpi IS NOT NULL \
+             ORDER BY taken_at, id",
+        )
+        .bind(user_id)
+        .bind(since)
+        .fetch_all(c)
+        .await
     })
 }
 
@@ -112,10 +115,11 @@ pub async fn tracker_stats<'e>(
 ) -> sqlx::Result<(i64, Option<i64>)> {
     on!(exec, |c| {
         sqlx::query_as(
-        "SELECT COUNT(*), MAX(taken_at) FROM performance_snapshots WHERE user_id = $1 AND source = 'tracker'",
-    )
-    .bind(user_id)
-    .fetch_one(c).await
+            "SELECT COUNT(*), MAX(taken_at) FROM performance_snapshots WHERE user_id = $1 AND source = 'tracker'",
+        )
+        .bind(user_id)
+        .fetch_one(c)
+        .await
     })
 }
 
@@ -123,9 +127,10 @@ pub async fn tracker_stats<'e>(
 pub async fn last_tracked<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<(String, i64)>> {
     on!(exec, |c| {
         sqlx::query_as(
-        "SELECT user_id, MAX(taken_at) FROM performance_snapshots WHERE source = 'tracker' GROUP BY user_id",
-    )
-    .fetch_all(c).await
+            "SELECT user_id, MAX(taken_at) FROM performance_snapshots WHERE source = 'tracker' GROUP BY user_id",
+        )
+        .fetch_all(c)
+        .await
     })
 }
 
@@ -179,11 +184,12 @@ pub async fn alarms_since<'e>(
 ) -> sqlx::Result<Vec<AlarmRow>> {
     on!(exec, |c| {
         sqlx::query_as(
-        "SELECT id, alarm_type, level, message, current_value, threshold_value, recommended_action, status, raised_at, \
-         cleared_at FROM alarms WHERE user_id = $1 AND raised_at >= $2 ORDER BY raised_at DESC, id DESC",
-    )
-    .bind(user_id)
-    .bind(since)
-    .fetch_all(c).await
+            "SELECT id, alarm_type, level, message, current_value, threshold_value, recommended_action, status, raised_at, \
+             cleared_at FROM alarms WHERE user_id = $1 AND raised_at >= $2 ORDER BY raised_at DESC, id DESC",
+        )
+        .bind(user_id)
+        .bind(since)
+        .fetch_all(c)
+        .await
     })
 }

@@ -35,15 +35,17 @@ pub async fn write(
             Some(value) => {
                 on!(&mut *tx, |c| {
                     sqlx::query(
-                    "INSERT INTO plugin_store (plugin, scope, key, value, updated_at) VALUES ($1, $2, $3, $4, $5) \
-                     ON CONFLICT (plugin, scope, key) DO UPDATE SET value = $4, updated_at = $5",
-                )
-                .bind(plugin)
-                .bind(scope)
-                .bind(key)
-                .bind(value)
-                .bind(now)
-                .execute(c).await.map(|done| done.rows_affected())
+                        "INSERT INTO plugin_store (plugin, scope, key, value, updated_at) VALUES ($1, $2, $3, $4, $5) \
+                         ON CONFLICT (plugin, scope, key) DO UPDATE SET value = $4, updated_at = $5",
+                    )
+                    .bind(plugin)
+                    .bind(scope)
+                    .bind(key)
+                    .bind(value)
+                    .bind(now)
+                    .execute(c)
+                    .await
+                    .map(|done| done.rows_affected())
                 })?;
             }
             None => {
@@ -81,16 +83,17 @@ pub async fn scan<'e>(
     };
     on!(exec, |c| {
         sqlx::query_as(
-        "SELECT key, value FROM plugin_store WHERE plugin = $1 AND scope = $2 AND key >= $3 AND key < $4 \
-         AND key > $5 ORDER BY key LIMIT $6",
-    )
-    .bind(plugin)
-    .bind(scope)
-    .bind(prefix)
-    .bind(upper)
-    .bind(lower)
-    .bind(i64::from(limit.min(crate::plugins::storage::MAX_SCAN)))
-    .fetch_all(c).await
+            "SELECT key, value FROM plugin_store WHERE plugin = $1 AND scope = $2 AND key >= $3 AND key < $4 \
+             AND key > $5 ORDER BY key LIMIT $6",
+        )
+        .bind(plugin)
+        .bind(scope)
+        .bind(prefix)
+        .bind(upper)
+        .bind(lower)
+        .bind(i64::from(limit.min(crate::plugins::storage::MAX_SCAN)))
+        .fetch_all(c)
+        .await
     })
 }
 

@@ -34,18 +34,20 @@ pub struct NewVersion<'a> {
 pub async fn insert_version(db: &Db, v: &NewVersion<'_>) -> sqlx::Result<()> {
     on!(&db.pool, |c| {
         sqlx::query(
-        "INSERT INTO plugin_versions (name, version, kind, sha256, manifest, file_name, uploaded_by, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(v.name)
-    .bind(v.version)
-    .bind(v.kind)
-    .bind(v.sha256)
-    .bind(v.manifest)
-    .bind(v.file_name)
-    .bind(v.uploaded_by)
-    .bind(now_ms())
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO plugin_versions (name, version, kind, sha256, manifest, file_name, uploaded_by, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(v.name)
+        .bind(v.version)
+        .bind(v.kind)
+        .bind(v.sha256)
+        .bind(v.manifest)
+        .bind(v.file_name)
+        .bind(v.uploaded_by)
+        .bind(now_ms())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -75,16 +77,18 @@ pub async fn save_settings(
 ) -> sqlx::Result<()> {
     on!(&db.pool, |c| {
         sqlx::query(
-        "INSERT INTO plugin_settings (name, active_version, previous_version, config, updated_at) \
-         VALUES ($1, $2, $3, $4, $5) \
-         ON CONFLICT (name) DO UPDATE SET active_version = $2, previous_version = $3, config = $4, updated_at = $5",
-    )
-    .bind(name)
-    .bind(active_version)
-    .bind(previous_version)
-    .bind(config)
-    .bind(now_ms())
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO plugin_settings (name, active_version, previous_version, config, updated_at) \
+             VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (name) DO UPDATE SET active_version = $2, previous_version = $3, config = $4, updated_at = $5",
+        )
+        .bind(name)
+        .bind(active_version)
+        .bind(previous_version)
+        .bind(config)
+        .bind(now_ms())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }

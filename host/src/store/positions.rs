@@ -83,10 +83,11 @@ pub async fn open_positions<'e>(
 ) -> sqlx::Result<Vec<Position>> {
     let rows: Vec<PositionRow> = on!(exec, |c| {
         sqlx::query_as(sql!(
-        "SELECT {POSITION_COLUMNS} FROM positions WHERE user_id = $1 AND status = 'open' ORDER BY opened_at, id"
-    ))
-    .bind(user_id)
-    .fetch_all(c).await
+            "SELECT {POSITION_COLUMNS} FROM positions WHERE user_id = $1 AND status = 'open' ORDER BY opened_at, id"
+        ))
+        .bind(user_id)
+        .fetch_all(c)
+        .await
     })?;
     rows.into_iter().map(PositionRow::into_position).collect()
 }
@@ -153,31 +154,33 @@ pub async fn insert_position<'e>(
     let closing = p.closing.as_ref();
     on!(exec, |c| {
         sqlx::query(sql!(
-        "INSERT INTO positions (user_id, {POSITION_COLUMNS}, status, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, 'open', $21)"
-    ))
-    .bind(user_id)
-    .bind(&p.id)
-    .bind(&p.broker)
-    .bind(&p.strategy)
-    .bind(&p.symbol)
-    .bind(p.side.as_str())
-    .bind(p.quantity.to_string())
-    .bind(p.entry_price.to_string())
-    .bind(p.cost.to_string())
-    .bind(p.entry_fees.to_string())
-    .bind(opt_text(p.stop_loss))
-    .bind(opt_text(p.take_profit))
-    .bind(opt_text(p.trail_pct))
-    .bind(p.extreme_price.to_string())
-    .bind(p.current_price.to_string())
-    .bind(p.opened_at_ms)
-    .bind(closing.map(|c| c.reason.clone()))
-    .bind(closing.map_or(0, |c| i64::from(c.attempts)))
-    .bind(closing.map(|c| c.next_attempt_at))
-    .bind(closing.and_then(|c| c.last_error.clone()))
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO positions (user_id, {POSITION_COLUMNS}, status, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, 'open', $21)"
+        ))
+        .bind(user_id)
+        .bind(&p.id)
+        .bind(&p.broker)
+        .bind(&p.strategy)
+        .bind(&p.symbol)
+        .bind(p.side.as_str())
+        .bind(p.quantity.to_string())
+        .bind(p.entry_price.to_string())
+        .bind(p.cost.to_string())
+        .bind(p.entry_fees.to_string())
+        .bind(opt_text(p.stop_loss))
+        .bind(opt_text(p.take_profit))
+        .bind(opt_text(p.trail_pct))
+        .bind(p.extreme_price.to_string())
+        .bind(p.current_price.to_string())
+        .bind(p.opened_at_ms)
+        .bind(closing.map(|c| c.reason.clone()))
+        .bind(closing.map_or(0, |c| i64::from(c.attempts)))
+        .bind(closing.map(|c| c.next_attempt_at))
+        .bind(closing.and_then(|c| c.last_error.clone()))
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -192,25 +195,27 @@ pub async fn update_position<'e>(
     let closing = p.closing.as_ref().filter(|_| !closed);
     on!(exec, |c| {
         sqlx::query(
-        "UPDATE positions SET quantity = $2, entry_price = $3, cost = $4, entry_fees = $5, extreme_price = $6, \
-         current_price = $7, status = $8, closed_at = $9, close_reason = $10, close_attempts = $11, \
-         next_close_at = $12, close_error = $13, updated_at = $14 WHERE id = $1",
-    )
-    .bind(&p.id)
-    .bind(p.quantity.to_string())
-    .bind(p.entry_price.to_string())
-    .bind(p.cost.to_string())
-    .bind(p.entry_fees.to_string())
-    .bind(p.extreme_price.to_string())
-    .bind(p.current_price.to_string())
-    .bind(if closed { "closed" } else { "open" })
-    .bind(closed.then_some(now))
-    .bind(closing.map(|c| c.reason.clone()))
-    .bind(closing.map_or(0, |c| i64::from(c.attempts)))
-    .bind(closing.map(|c| c.next_attempt_at))
-    .bind(closing.and_then(|c| c.last_error.clone()))
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE positions SET quantity = $2, entry_price = $3, cost = $4, entry_fees = $5, extreme_price = $6, \
+             current_price = $7, status = $8, closed_at = $9, close_reason = $10, close_attempts = $11, \
+             next_close_at = $12, close_error = $13, updated_at = $14 WHERE id = $1",
+        )
+        .bind(&p.id)
+        .bind(p.quantity.to_string())
+        .bind(p.entry_price.to_string())
+        .bind(p.cost.to_string())
+        .bind(p.entry_fees.to_string())
+        .bind(p.extreme_price.to_string())
+        .bind(p.current_price.to_string())
+        .bind(if closed { "closed" } else { "open" })
+        .bind(closed.then_some(now))
+        .bind(closing.map(|c| c.reason.clone()))
+        .bind(closing.map_or(0, |c| i64::from(c.attempts)))
+        .bind(closing.map(|c| c.next_attempt_at))
+        .bind(closing.and_then(|c| c.last_error.clone()))
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -224,16 +229,18 @@ pub async fn update_closing<'e>(
     let closing = p.closing.as_ref();
     on!(exec, |c| {
         sqlx::query(
-        "UPDATE positions SET close_reason = $2, close_attempts = $3, next_close_at = $4, close_error = $5, \
-         updated_at = $6 WHERE id = $1 AND status = 'open'",
-    )
-    .bind(&p.id)
-    .bind(closing.map(|c| c.reason.clone()))
-    .bind(closing.map_or(0, |c| i64::from(c.attempts)))
-    .bind(closing.map(|c| c.next_attempt_at))
-    .bind(closing.and_then(|c| c.last_error.clone()))
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE positions SET close_reason = $2, close_attempts = $3, next_close_at = $4, close_error = $5, \
+             updated_at = $6 WHERE id = $1 AND status = 'open'",
+        )
+        .bind(&p.id)
+        .bind(closing.map(|c| c.reason.clone()))
+        .bind(closing.map_or(0, |c| i64::from(c.attempts)))
+        .bind(closing.map(|c| c.next_attempt_at))
+        .bind(closing.and_then(|c| c.last_error.clone()))
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }

@@ -32,15 +32,17 @@ pub async fn set_baseline<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO venue_baselines (user_id, broker, symbol, quantity, updated_at) VALUES ($1, $2, $3, $4, $5) \
-         ON CONFLICT (user_id, broker, symbol) DO UPDATE SET quantity = $4, updated_at = $5",
-    )
-    .bind(user_id)
-    .bind(broker)
-    .bind(symbol)
-    .bind(quantity)
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO venue_baselines (user_id, broker, symbol, quantity, updated_at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (user_id, broker, symbol) DO UPDATE SET quantity = $4, updated_at = $5",
+        )
+        .bind(user_id)
+        .bind(broker)
+        .bind(symbol)
+        .bind(quantity)
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -73,23 +75,25 @@ const COLUMNS: &str = "id, user_id, broker, kind, symbol, order_id, expected, ac
 pub async fn insert<'e>(exec: impl Executes<'e>, d: &DiscrepancyRow) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO discrepancies ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
-    )))
-    .bind(&d.id)
-    .bind(&d.user_id)
-    .bind(&d.broker)
-    .bind(&d.kind)
-    .bind(&d.symbol)
-    .bind(&d.order_id)
-    .bind(&d.expected)
-    .bind(&d.actual)
-    .bind(&d.detail)
-    .bind(&d.status)
-    .bind(d.found_at)
-    .bind(d.resolved_at)
-    .bind(&d.resolved_by)
-    .bind(&d.resolution)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO discrepancies ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+        )))
+        .bind(&d.id)
+        .bind(&d.user_id)
+        .bind(&d.broker)
+        .bind(&d.kind)
+        .bind(&d.symbol)
+        .bind(&d.order_id)
+        .bind(&d.expected)
+        .bind(&d.actual)
+        .bind(&d.detail)
+        .bind(&d.status)
+        .bind(d.found_at)
+        .bind(d.resolved_at)
+        .bind(&d.resolved_by)
+        .bind(&d.resolution)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -98,10 +102,11 @@ pub async fn insert<'e>(exec: impl Executes<'e>, d: &DiscrepancyRow) -> sqlx::Re
 pub async fn open<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Vec<DiscrepancyRow>> {
     on!(exec, |c| {
         sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM discrepancies WHERE user_id = $1 AND status = 'open' ORDER BY found_at, id"
-    )))
-    .bind(user_id)
-    .fetch_all(c).await
+            "SELECT {COLUMNS} FROM discrepancies WHERE user_id = $1 AND status = 'open' ORDER BY found_at, id"
+        )))
+        .bind(user_id)
+        .fetch_all(c)
+        .await
     })
 }
 
@@ -113,11 +118,12 @@ pub async fn recent<'e>(
 ) -> sqlx::Result<Vec<DiscrepancyRow>> {
     on!(exec, |c| {
         sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM discrepancies WHERE user_id = $1 ORDER BY found_at DESC, id DESC LIMIT $2"
-    )))
-    .bind(user_id)
-    .bind(limit)
-    .fetch_all(c).await
+            "SELECT {COLUMNS} FROM discrepancies WHERE user_id = $1 ORDER BY found_at DESC, id DESC LIMIT $2"
+        )))
+        .bind(user_id)
+        .bind(limit)
+        .fetch_all(c)
+        .await
     })
 }
 
@@ -130,14 +136,16 @@ pub async fn resolve<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "UPDATE discrepancies SET status = 'resolved', resolved_at = $2, resolved_by = $3, resolution = $4 \
-         WHERE id = $1 AND status = 'open'",
-    )
-    .bind(id)
-    .bind(now)
-    .bind(resolved_by)
-    .bind(resolution)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE discrepancies SET status = 'resolved', resolved_at = $2, resolved_by = $3, resolution = $4 \
+             WHERE id = $1 AND status = 'open'",
+        )
+        .bind(id)
+        .bind(now)
+        .bind(resolved_by)
+        .bind(resolution)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }

@@ -11,13 +11,15 @@ pub async fn insert<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
-    )
-    .bind(token_hash)
-    .bind(user_id)
-    .bind(created_at)
-    .bind(expires_at)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(token_hash)
+        .bind(user_id)
+        .bind(created_at)
+        .bind(expires_at)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }

@@ -18,16 +18,18 @@ pub async fn insert<'e>(exec: impl Executes<'e>, session: &NewSession<'_>) -> sq
     let now = now_ms();
     on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO sessions (id, user_id, created_at, expires_at, last_used_at, ip_address, user_agent) \
-         VALUES ($1, $2, $3, $4, $3, $5, $6)",
-    )
-    .bind(session.id)
-    .bind(session.user_id)
-    .bind(now)
-    .bind(session.expires_at)
-    .bind(session.ip_address)
-    .bind(session.user_agent)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO sessions (id, user_id, created_at, expires_at, last_used_at, ip_address, user_agent) \
+             VALUES ($1, $2, $3, $4, $3, $5, $6)",
+        )
+        .bind(session.id)
+        .bind(session.user_id)
+        .bind(now)
+        .bind(session.expires_at)
+        .bind(session.ip_address)
+        .bind(session.user_agent)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -40,13 +42,15 @@ pub async fn insert_refresh_token<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO refresh_tokens (token_hash, session_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
-    )
-    .bind(token_hash)
-    .bind(session_id)
-    .bind(now_ms())
-    .bind(expires_at)
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO refresh_tokens (token_hash, session_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(token_hash)
+        .bind(session_id)
+        .bind(now_ms())
+        .bind(expires_at)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -86,11 +90,12 @@ pub async fn refresh_token<'e>(
 ) -> sqlx::Result<Option<RefreshTokenRow>> {
     on!(exec, |c| {
         sqlx::query_as(
-        "SELECT t.session_id, t.expires_at, t.used_at, s.user_id, s.revoked_at AS session_revoked_at \
-         FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id WHERE t.token_hash = $1",
-    )
-    .bind(token_hash)
-    .fetch_optional(c).await
+            "SELECT t.session_id, t.expires_at, t.used_at, s.user_id, s.revoked_at AS session_revoked_at \
+             FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id WHERE t.token_hash = $1",
+        )
+        .bind(token_hash)
+        .fetch_optional(c)
+        .await
     })
 }
 
@@ -137,10 +142,12 @@ pub async fn revoke<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query("UPDATE sessions SET revoked_at = $1, revoke_reason = $2 WHERE id = $3 AND revoked_at IS NULL")
-        .bind(now_ms())
-        .bind(reason)
-        .bind(session_id)
-        .execute(c).await.map(|done| done.rows_affected())
+            .bind(now_ms())
+            .bind(reason)
+            .bind(session_id)
+            .execute(c)
+            .await
+            .map(|done| done.rows_affected())
     })?;
     Ok(())
 }

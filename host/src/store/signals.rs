@@ -55,11 +55,12 @@ pub async fn waiting<'e>(
 ) -> sqlx::Result<Vec<SignalRow>> {
     on!(exec, |c| {
         sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM signals WHERE user_id = $1 AND status = 'received' ORDER BY received_at, id LIMIT $2"
-    )))
-    .bind(user_id)
-    .bind(limit)
-    .fetch_all(c).await
+            "SELECT {COLUMNS} FROM signals WHERE user_id = $1 AND status = 'received' ORDER BY received_at, id LIMIT $2"
+        )))
+        .bind(user_id)
+        .bind(limit)
+        .fetch_all(c)
+        .await
     })
 }
 
@@ -97,14 +98,16 @@ pub async fn finish<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "UPDATE signals SET status = $2, outcome = $3, order_id = COALESCE($4, order_id), processed_at = $5 WHERE id = $1",
-    )
-    .bind(id)
-    .bind(status)
-    .bind(outcome)
-    .bind(order_id)
-    .bind(now)
-    .execute(c).await.map(|done| done.rows_affected())
+            "UPDATE signals SET status = $2, outcome = $3, order_id = COALESCE($4, order_id), processed_at = $5 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(status)
+        .bind(outcome)
+        .bind(order_id)
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -118,10 +121,12 @@ pub async fn order_ended<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query("UPDATE signals SET status = $2, outcome = COALESCE($3, outcome) WHERE id = $1 AND status = 'ordered'")
-        .bind(id)
-        .bind(status)
-        .bind(outcome)
-        .execute(c).await.map(|done| done.rows_affected())
+            .bind(id)
+            .bind(status)
+            .bind(outcome)
+            .execute(c)
+            .await
+            .map(|done| done.rows_affected())
     })?;
     Ok(())
 }

@@ -17,15 +17,17 @@ pub struct Snapshot {
 pub async fn insert_snapshot<'e>(exec: impl Executes<'e>, s: &Snapshot) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO equity_snapshots (user_id, at, equity, cash, unrealized_pnl) VALUES ($1, $2, $3, $4, $5) \
-         ON CONFLICT (user_id, at) DO NOTHING",
-    )
-    .bind(&s.user_id)
-    .bind(s.at)
-    .bind(s.equity.to_string())
-    .bind(s.cash.to_string())
-    .bind(s.unrealized_pnl.to_string())
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO equity_snapshots (user_id, at, equity, cash, unrealized_pnl) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (user_id, at) DO NOTHING",
+        )
+        .bind(&s.user_id)
+        .bind(s.at)
+        .bind(s.equity.to_string())
+        .bind(s.cash.to_string())
+        .bind(s.unrealized_pnl.to_string())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
@@ -43,17 +45,19 @@ pub async fn equity_since<'e>(
             sqlx::query_as("SELECT at, equity FROM equity_snapshots WHERE user_id = $1 AND at >= $2 ORDER BY at")
                 .bind(user_id)
                 .bind(since)
-                .fetch_all(c).await
+                .fetch_all(c)
+                .await
         })?,
         Some(bucket) => on!(exec, |c| {
             sqlx::query_as(
-                "SELECT at, equity FROM equity_snapshots WHERE user_id = $1 AND at IN \
-                 (SELECT MAX(at) FROM equity_snapshots WHERE user_id = $1 AND at >= $2 GROUP BY at / $3) ORDER BY at",
-            )
-            .bind(user_id)
-            .bind(since)
-            .bind(bucket.max(1))
-            .fetch_all(c).await
+                    "SELECT at, equity FROM equity_snapshots WHERE user_id = $1 AND at IN \
+                     (SELECT MAX(at) FROM equity_snapshots WHERE user_id = $1 AND at >= $2 GROUP BY at / $3) ORDER BY at",
+                )
+                .bind(user_id)
+                .bind(since)
+                .bind(bucket.max(1))
+                .fetch_all(c)
+                .await
         })?,
     };
     rows.into_iter()

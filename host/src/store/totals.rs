@@ -97,30 +97,32 @@ async fn put(
 ) -> sqlx::Result<()> {
     on!(conn, |c| {
         sqlx::query(sql!(
-        "INSERT INTO account_totals (user_id, {COLUMNS}, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
-         ON CONFLICT (user_id) {on_conflict}"
-    ))
-    .bind(user_id)
-    .bind(t.trades as i64)
-    .bind(t.winners as i64)
-    .bind(t.losers as i64)
-    .bind(t.net_pnl.to_string())
-    .bind(t.profit.to_string())
-    .bind(t.loss.to_string())
-    .bind(t.fees.to_string())
-    .bind(t.volume.to_string())
-    .bind(t.best_trade.map(|d| d.to_string()))
-    .bind(t.worst_trade.map(|d| d.to_string()))
-    .bind(t.streak)
-    .bind(t.streak_started_at)
-    .bind(t.longest_win_streak as i64)
-    .bind(t.longest_loss_streak as i64)
-    .bind(t.hold_ms)
-    .bind(t.first_closed_at)
-    .bind(t.last_closed_at)
-    .bind(now_ms())
-    .execute(c).await.map(|done| done.rows_affected())
+            "INSERT INTO account_totals (user_id, {COLUMNS}, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
+             ON CONFLICT (user_id) {on_conflict}"
+        ))
+        .bind(user_id)
+        .bind(t.trades as i64)
+        .bind(t.winners as i64)
+        .bind(t.losers as i64)
+        .bind(t.net_pnl.to_string())
+        .bind(t.profit.to_string())
+        .bind(t.loss.to_string())
+        .bind(t.fees.to_string())
+        .bind(t.volume.to_string())
+        .bind(t.best_trade.map(|d| d.to_string()))
+        .bind(t.worst_trade.map(|d| d.to_string()))
+        .bind(t.streak)
+        .bind(t.streak_started_at)
+        .bind(t.longest_win_streak as i64)
+        .bind(t.longest_loss_streak as i64)
+        .bind(t.hold_ms)
+        .bind(t.first_closed_at)
+        .bind(t.last_closed_at)
+        .bind(now_ms())
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     Ok(())
 }

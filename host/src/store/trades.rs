@@ -11,33 +11,33 @@ use crate::engine::accounting::{CompletedTrade, Side};
 pub async fn insert_trade(conn: &mut Conn, user_id: &str, t: &CompletedTrade) -> sqlx::Result<()> {
     on!(&mut *conn, |c| {
         sqlx::query(
-        "INSERT INTO trades (id, user_id, position_id, broker, symbol, side, quantity, entry_price, exit_price, size_usd, \
-         gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes, entry_fee, strategy) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
-    )
-    .bind(&t.id)
-    .bind(user_id)
-    .bind(&t.position_id)
-    .bind(&t.broker)
-    .bind(&t.symbol)
-    .bind(t.side.as_str())
-    .bind(t.quantity.to_string())
-    .bind(t.entry_price.to_string())
-    .bind(t.exit_price.to_string())
-    .bind(t.size_usd.to_string())
-    .bind(t.gross_pnl.to_string())
-    .bind(t.fees.to_string())
-    .bind(t.net_pnl.to_string())
-    .bind(t.pnl_pct.to_string())
-    .bind(&t.exit_reason)
-    .bind(t.opened_at_ms)
-    .bind(t.closed_at_ms)
-    .bind(t.duration_minutes)
-    .bind(t.entry_fee.to_string())
-    .bind(&t.strategy)
-    .execute(c)
-    .await
-    .map(|done| done.rows_affected())
+            "INSERT INTO trades (id, user_id, position_id, broker, symbol, side, quantity, entry_price, exit_price, size_usd, \
+             gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes, entry_fee, strategy) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
+        )
+        .bind(&t.id)
+        .bind(user_id)
+        .bind(&t.position_id)
+        .bind(&t.broker)
+        .bind(&t.symbol)
+        .bind(t.side.as_str())
+        .bind(t.quantity.to_string())
+        .bind(t.entry_price.to_string())
+        .bind(t.exit_price.to_string())
+        .bind(t.size_usd.to_string())
+        .bind(t.gross_pnl.to_string())
+        .bind(t.fees.to_string())
+        .bind(t.net_pnl.to_string())
+        .bind(t.pnl_pct.to_string())
+        .bind(&t.exit_reason)
+        .bind(t.opened_at_ms)
+        .bind(t.closed_at_ms)
+        .bind(t.duration_minutes)
+        .bind(t.entry_fee.to_string())
+        .bind(&t.strategy)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
     })?;
     super::totals::add_trade(conn, user_id, t).await
 }
@@ -155,12 +155,12 @@ pub async fn trades_since<'e>(
 ) -> sqlx::Result<Vec<CompletedTrade>> {
     let rows: Vec<TradeRow> = on!(exec, |c| {
         sqlx::query_as(sql!(
-        "SELECT {TRADE_COLUMNS} FROM trades WHERE user_id = $1 AND closed_at >= $2 ORDER BY closed_at, id"
-    ))
-    .bind(user_id)
-    .bind(since)
-    .fetch_all(c)
-    .await
+            "SELECT {TRADE_COLUMNS} FROM trades WHERE user_id = $1 AND closed_at >= $2 ORDER BY closed_at, id"
+        ))
+        .bind(user_id)
+        .bind(since)
+        .fetch_all(c)
+        .await
     })?;
     rows.into_iter().map(TradeRow::into_trade).collect()
 }
@@ -174,14 +174,14 @@ pub async fn trades_between<'e>(
 ) -> sqlx::Result<Vec<CompletedTrade>> {
     let rows: Vec<TradeRow> = on!(exec, |c| {
         sqlx::query_as(sql!(
-        "SELECT {TRADE_COLUMNS} FROM trades WHERE user_id = $1 AND closed_at >= $2 AND closed_at < $3 \
-         ORDER BY closed_at, id"
-    ))
-    .bind(user_id)
-    .bind(from)
-    .bind(until)
-    .fetch_all(c)
-    .await
+            "SELECT {TRADE_COLUMNS} FROM trades WHERE user_id = $1 AND closed_at >= $2 AND closed_at < $3 \
+             ORDER BY closed_at, id"
+        ))
+        .bind(user_id)
+        .bind(from)
+        .bind(until)
+        .fetch_all(c)
+        .await
     })?;
     rows.into_iter().map(TradeRow::into_trade).collect()
 }

@@ -189,19 +189,20 @@ pub async fn list_for_admin(
     });
     let rows = on!(&db.pool, |c| {
         sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT u.id, u.email, u.full_name, u.subscription_tier, u.status, u.created_at, u.last_active_at, \
-         COALESCE(t.trades, 0) AS total_trades, a.realized_pnl, a.fees_paid \
-         FROM users u LEFT JOIN trading_accounts a ON a.user_id = u.id \
-         LEFT JOIN account_totals t ON t.user_id = u.id \
-         WHERE {USER_FILTER} ORDER BY u.created_at DESC, u.id LIMIT $5 OFFSET $6"
-    )))
-    .bind(&pattern)
-    .bind(&filter.search)
-    .bind(&filter.tier)
-    .bind(&filter.status)
-    .bind(limit)
-    .bind(offset)
-    .fetch_all(c).await
+            "SELECT u.id, u.email, u.full_name, u.subscription_tier, u.status, u.created_at, u.last_active_at, \
+             COALESCE(t.trades, 0) AS total_trades, a.realized_pnl, a.fees_paid \
+             FROM users u LEFT JOIN trading_accounts a ON a.user_id = u.id \
+             LEFT JOIN account_totals t ON t.user_id = u.id \
+             WHERE {USER_FILTER} ORDER BY u.created_at DESC, u.id LIMIT $5 OFFSET $6"
+        )))
+        .bind(&pattern)
+        .bind(&filter.search)
+        .bind(&filter.tier)
+        .bind(&filter.status)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(c)
+        .await
     })?;
     let total = on!(&db.pool, |c| sqlx::query_scalar(sqlx::AssertSqlSafe(
         format!("SELECT COUNT(*) FROM users u WHERE {USER_FILTER}")
@@ -258,10 +259,12 @@ pub async fn set_tier<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query("UPDATE users SET subscription_tier = $2, trial_ends_at = NULL, updated_at = $3 WHERE id = $1")
-        .bind(id)
-        .bind(tier)
-        .bind(now)
-        .execute(c).await.map(|done| done.rows_affected())
+            .bind(id)
+            .bind(tier)
+            .bind(now)
+            .execute(c)
+            .await
+            .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
