@@ -41,6 +41,10 @@ use tradehost::store::{
     DAY_MS, accounts, bots, iso8601, ledger, new_id, now_ms, positions, trades,
 };
 
+/// The server's allocator, as in the binary (`src/main.rs`), so the figures are the server's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const HOUR_MS: i64 = 3_600_000;
 const MINUTE_MS: i64 = 60_000;
 const BROKER: &str = "paper";

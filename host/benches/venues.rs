@@ -34,6 +34,10 @@ use tradehost::plugins::manifest::Manifest;
 use tradehost::store::{now_ms, users};
 use tradehost_blackbox::exchange::{Simulator, VenueCase};
 
+/// The server's allocator, as in the binary (`src/main.rs`), so the figures are the server's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()

@@ -12,6 +12,10 @@ use tradehost::engine::{self, StartRequest};
 use tradehost::plugins::manifest::Manifest;
 use tradehost::store::{now_ms, users};
 
+/// The server's allocator, as in the binary (`src/main.rs`), so the figures are the server's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()

@@ -254,7 +254,9 @@ impl<DB: Database> Handle<'_, DB> {
     pub async fn conn(&mut self) -> sqlx::Result<&mut DB::Connection> {
         if let Handle::Pool(pool) = self {
             let pool: &sqlx::Pool<DB> = pool;
-            *self = Handle::Acquired(pool.acquire().await?);
+            // Boxed: the pool's acquire future is large, and inline it would be part of every
+            // future that runs a query (a copy of several KiB each time one is moved).
+            *self = Handle::Acquired(Box::pin(pool.acquire()).await?);
         }
         Ok(match self {
             Handle::Acquired(conn) => &mut **conn,
@@ -311,7 +313,11 @@ impl Db {
             .disable_statement_logging()
             .journal_mode(SqliteJournalMode::Wal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(5));
+            .busy_timeout(Duration::from_secs(5))
+            // Rows come from the connection's worker thread through a channel of this many: room
+            // for a whole page, so the worker never waits for the reader between rows (each wait
+            // is a hand-off between threads).
+            .row_buffer_size(1024);
         // WAL lets readers run beside the one writer; FULL sync so a commit survives power loss.
         let sqlite_pool = |connections: u32, synchronous: SqliteSynchronous| {
             SqlitePoolOptions::new()
