@@ -5,12 +5,14 @@
 //! readable by the `trade_id` the sender got (`GET /webhooks/signals/{trade_id}`).
 
 use rand::RngCore;
+use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::App;
 use crate::auth::ClientMeta;
 use crate::auth::sessions::Principal;
+use crate::engine::accounting::{self, SCALE};
 use crate::engine::signals::{self as inbound, SignalKind, SignalView};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::plugins::registry::sha256_hex;
@@ -74,10 +76,10 @@ pub struct SignalRequest {
 }
 
 /// The highest limit price accepted (any real instrument is far below it).
-const MAX_LIMIT_PRICE: i64 = 1_000_000_000_000;
+const MAX_LIMIT_PRICE: i64 = 10_000_000_000;
 
 /// The limit price a signal asks for, if it asks for a limit entry.
-fn limit_price_of(request: &SignalRequest, kind: SignalKind) -> ApiResult<Option<String>> {
+fn limit_price_of(request: &SignalRequest, kind: SignalKind) -> ApiResult<Option<Decimal>> {
     let order_type = request
         .order_type
         .as_deref()
@@ -115,12 +117,10 @@ fn limit_price_of(request: &SignalRequest, kind: SignalKind) -> ApiResult<Option
         serde_json::Value::String(s) => s.trim().to_string(),
         _ => String::new(),
     };
-    match text.parse::<rust_decimal::Decimal>() {
-        Ok(price)
-            if price > rust_decimal::Decimal::ZERO
-                && price <= rust_decimal::Decimal::from(MAX_LIMIT_PRICE) =>
-        {
-            Ok(Some(price.normalize().to_string()))
+    // Prices are kept to SCALE places (the venue's tick rounds them further).
+    match text.parse::<Decimal>().map(|price| price.round_dp(SCALE)) {
+        Ok(price) if price > Decimal::ZERO && price <= Decimal::from(MAX_LIMIT_PRICE) => {
+            Ok(Some(price.normalize()))
         }
         _ => Err(ApiError::invalid_field(
             "limit_price",
@@ -199,7 +199,7 @@ pub async fn receive(app: &App, request: SignalRequest) -> ApiResult<Received> {
             user_id,
             symbol,
             action: kind.as_str().into(),
-            size_usd: request.size_usd.map(|s| s.to_string()),
+            size_usd: request.size_usd.and_then(accounting::decimal),
             strategy: request.strategy.map(|s| s.chars().take(200).collect()),
             status: "received".into(),
             outcome: None,

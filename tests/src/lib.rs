@@ -83,6 +83,34 @@ pub fn on_postgres() -> bool {
     postgres_url().is_some()
 }
 
+/// A SQL expression giving the decimal column (or sum of such columns) `column` as text with
+/// eight decimal places on either backend ("-12.50000000"): PostgreSQL keeps money as NUMERIC,
+/// SQLite as an INTEGER count of 10^-8 units, and neither reaches a test through `Any` as text.
+pub fn decimal_sql(column: &str) -> String {
+    if on_postgres() {
+        format!("CAST(ROUND(({column}), 8) AS TEXT)")
+    } else {
+        format!(
+            "CASE WHEN ({column}) IS NULL THEN NULL ELSE printf('%s%d.%08d', \
+             CASE WHEN ({column}) < 0 THEN '-' ELSE '' END, \
+             abs({column}) / 100000000, abs({column}) % 100000000) END"
+        )
+    }
+}
+
+/// A decimal as a test writes it into a decimal column with SQL: the number itself on
+/// PostgreSQL, its count of 10^-8 units on SQLite.
+pub fn decimal_literal(value: &str) -> String {
+    let parsed: rust_decimal::Decimal = value.parse().expect("a decimal literal");
+    if on_postgres() {
+        parsed.to_string()
+    } else {
+        (parsed * rust_decimal::Decimal::from(100_000_000))
+            .trunc()
+            .to_string()
+    }
+}
+
 /// The database of one test server.
 struct TestDatabase {
     url: String,
@@ -116,6 +144,46 @@ impl TestDatabase {
             postgres: Some((server_url, name)),
         })
     }
+}
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+impl TestDatabase {
+    /// Applies the server's migrations up to `version` and runs `statements`.
+    async fn migrate_to(&self, version: i64, statements: &[String]) -> Result<()> {
+        if self.postgres.is_some() {
+            let pool = sqlx::PgPool::connect(&self.url).await?;
+            POSTGRES_MIGRATIONS.run_to(version, &pool).await?;
+            for sql in statements {
+                sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+                    .execute(&pool)
+                    .await
+                    .with_context(|| sql.clone())?;
+            }
+            pool.close().await;
+        } else {
+            let pool = sqlx::SqlitePool::connect(&self.url).await?;
+            SQLITE_MIGRATIONS.run_to(version, &pool).await?;
+            for sql in statements {
+                sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+                    .execute(&pool)
+                    .await
+                    .with_context(|| sql.clone())?;
+            }
+            pool.close().await;
+        }
+        Ok(())
+    }
+}
+
+/// An argon2 hash of [`PASSWORD`], for users a test writes into the database itself.
+pub fn password_hash() -> String {
+    use argon2::{Argon2, PasswordHasher};
+    Argon2::default()
+        .hash_password(PASSWORD.as_bytes())
+        .expect("argon2 hashes")
+        .to_string()
 }
 
 async fn admin_pool(url: &str) -> Result<AnyPool> {
@@ -155,11 +223,19 @@ impl Drop for TestDatabase {
 #[derive(Clone, Default)]
 pub struct ServerOptions {
     pub env: Vec<(String, String)>,
+    /// A database an earlier release left: migrated up to this version and filled by these
+    /// statements before the server first starts (and migrates it the rest of the way).
+    pub earlier_schema: Option<(i64, Vec<String>)>,
 }
 
 impl ServerOptions {
     pub fn env(mut self, name: &str, value: impl Into<String>) -> Self {
         self.env.push((name.to_string(), value.into()));
+        self
+    }
+
+    pub fn earlier_schema(mut self, version: i64, statements: Vec<String>) -> Self {
+        self.earlier_schema = Some((version, statements));
         self
     }
 
@@ -192,6 +268,9 @@ impl Server {
     pub async fn start_with(options: ServerOptions) -> Result<Server> {
         let data_dir = tempfile::tempdir()?;
         let database = TestDatabase::create(data_dir.path()).await?;
+        if let Some((version, statements)) = &options.earlier_schema {
+            database.migrate_to(*version, statements).await?;
+        }
         let mut server = Server {
             child: None,
             base_url: String::new(),

@@ -150,11 +150,15 @@ impl Server {
         .await?;
         ensure!(live == 0, "{live} order(s) are still live");
 
-        let orders = sqlx::query("SELECT id, client_order_id, status, filled_quantity FROM orders WHERE user_id = $1 AND broker = $2")
-            .bind(user_id)
-            .bind(plugin)
-            .fetch_all(db)
-            .await?;
+        let d = crate::decimal_sql;
+        let orders = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT id, client_order_id, status, {} FROM orders WHERE user_id = $1 AND broker = $2",
+            d("filled_quantity")
+        )))
+        .bind(user_id)
+        .bind(plugin)
+        .fetch_all(db)
+        .await?;
         let mut compared = Compared::default();
         let mut ours = BTreeSet::new();
         for order in &orders {
@@ -163,9 +167,12 @@ impl Server {
             let status: String = order.try_get(2)?;
             let filled = text_dec(&order.try_get::<String, _>(3)?)?;
             ours.insert(client_order_id.clone());
-            let fills = sqlx::query(
-                "SELECT venue_trade_id, quantity, price, fee FROM fills WHERE order_id = $1",
-            )
+            let fills = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT venue_trade_id, {}, {}, {} FROM fills WHERE order_id = $1",
+                d("quantity"),
+                d("price"),
+                d("fee")
+            )))
             .bind(&id)
             .fetch_all(db)
             .await?;
@@ -236,10 +243,14 @@ impl Server {
         }
 
         // Holdings: the open positions are what the venue holds.
-        let positions = sqlx::query(
-            "SELECT symbol, side, quantity, cost, entry_price, current_price FROM positions \
+        let positions = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT symbol, side, {}, {}, {}, {} FROM positions \
              WHERE user_id = $1 AND broker = $2 AND status = 'open'",
-        )
+            d("quantity"),
+            d("cost"),
+            d("entry_price"),
+            d("current_price")
+        )))
         .bind(user_id)
         .bind(plugin)
         .fetch_all(db)
@@ -264,9 +275,10 @@ impl Server {
             unrealized += sign * (quantity * mark - cost);
         }
         held.retain(|_, q| !q.is_zero());
-        let apart = sqlx::query(
-            "SELECT symbol, quantity FROM venue_baselines WHERE user_id = $1 AND broker = $2",
-        )
+        let apart = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT symbol, {} FROM venue_baselines WHERE user_id = $1 AND broker = $2",
+            d("quantity")
+        )))
         .bind(user_id)
         .bind(plugin)
         .fetch_all(db)
@@ -292,10 +304,16 @@ impl Server {
         );
 
         // Cash, and the books' own invariant.
-        let account = sqlx::query("SELECT initial_capital, cash, realized_pnl, fees_paid FROM trading_accounts WHERE user_id = $1")
-            .bind(user_id)
-            .fetch_one(db)
-            .await?;
+        let account = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {}, {}, {}, {} FROM trading_accounts WHERE user_id = $1",
+            d("initial_capital"),
+            d("cash"),
+            d("realized_pnl"),
+            d("fees_paid")
+        )))
+        .bind(user_id)
+        .fetch_one(db)
+        .await?;
         let initial = text_dec(&account.try_get::<String, _>(0)?)?;
         let cash = text_dec(&account.try_get::<String, _>(1)?)?;
         let realized = text_dec(&account.try_get::<String, _>(2)?)?;

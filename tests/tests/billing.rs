@@ -4,7 +4,7 @@
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
-use tradehost_blackbox::{PASSWORD, Server, email};
+use tradehost_blackbox::{PASSWORD, Server, decimal_sql, email};
 
 const SECRET: &str = "whsec_test_secret";
 
@@ -143,14 +143,19 @@ async fn plans_trial_upgrade_cancel_and_usage() {
         .expect_error(400, "INVALID_REQUEST");
     let settings = server.get("/api/v1/config/settings", Some(&token)).await;
     assert_eq!(settings.data()["trading"]["max_position_size_usd"], 2000.0);
-    let charged: Vec<(String, String)> =
-        sqlx::query_as("SELECT kind, amount FROM payments WHERE user_id = $1 ORDER BY created_at")
-            .bind(&user_id)
-            .fetch_all(server.db().await)
-            .await
-            .unwrap();
+    let charged: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT kind, {} FROM payments WHERE user_id = $1 ORDER BY created_at",
+        decimal_sql("amount")
+    )))
+    .bind(&user_id)
+    .fetch_all(server.db().await)
+    .await
+    .unwrap();
     assert_eq!(charged.len(), 2);
-    assert_eq!(charged[0], ("charge".to_string(), "49".to_string()));
+    assert_eq!(
+        charged[0],
+        ("charge".to_string(), "49.00000000".to_string())
+    );
 
     // At period end: access continues, no refund.
     let later = server

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::{Value, json};
 use tradehost_blackbox::companion::*;
-use tradehost_blackbox::{Reply, Server, email};
+use tradehost_blackbox::{Reply, Server, decimal_sql, email};
 
 const TRADE_HEADER: &str = "id,position_id,user_id,symbol,side,entry_price,exit_price,quantity,size_usd,entry_fee,exit_fee,total_fees,gross_profit,net_profit,profit_pct,entry_time,exit_time,duration_seconds,exit_reason,notes,created_at";
 const LEDGER_HEADER: &str = "id,timestamp,user_id,symbol,side,action,price,quantity,size_usd,fee,order_id,position_id,platform_trade_id,notes,created_at";
@@ -123,10 +123,12 @@ type LedgerRow = (
 );
 
 async fn ledger_rows(server: &Server, user_id: &str) -> Vec<LedgerRow> {
-    sqlx::query_as(
-        "SELECT order_id, position_id, symbol, side, action, quantity, price, notional, fee, created_at \
+    let [quantity, price, notional, fee] =
+        ["quantity", "price", "notional", "fee"].map(decimal_sql);
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT order_id, position_id, symbol, side, action, {quantity}, {price}, {notional}, {fee}, created_at \
          FROM ledger WHERE user_id = $1 ORDER BY created_at DESC, id DESC",
-    )
+    )))
     .bind(user_id)
     .fetch_all(server.db().await)
     .await

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use tradehost_blackbox::{PASSWORD, Server, email};
+use tradehost_blackbox::{PASSWORD, Server, decimal_sql, email};
 
 const CHURN: (&str, &str) = ("testing/guest-churn", "guest-churn");
 const FAULTY: (&str, &str) = ("testing/guest-faulty-broker", "guest-faulty-broker");
@@ -770,8 +770,14 @@ async fn a_difference_with_the_venue_stops_the_bot_until_it_is_resolved() {
     assert_eq!(resolved.data()["in_sync"], true, "{}", resolved.text);
     assert_eq!(resolved.data()["recent"][0]["resolution"], "accept_venue");
     assert_eq!(
-        server.scalar(&format!("SELECT quantity FROM venue_baselines WHERE user_id = '{user_id}' AND symbol = 'SOL'")).await.as_deref(),
-        Some("2.5"),
+        server
+            .scalar(&format!(
+                "SELECT {} FROM venue_baselines WHERE user_id = '{user_id}' AND symbol = 'SOL'",
+                decimal_sql("quantity")
+            ))
+            .await
+            .as_deref(),
+        Some("2.50000000"),
         "what the venue holds beyond the books is recorded as not tradehost's"
     );
     server

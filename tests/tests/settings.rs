@@ -3,7 +3,7 @@
 //! loss limit and the paper flag.
 
 use serde_json::json;
-use tradehost_blackbox::{Server, email};
+use tradehost_blackbox::{Server, decimal_sql, email};
 
 #[tokio::test]
 async fn settings_have_tier_defaults_and_partial_updates_are_checked() {
@@ -171,9 +171,10 @@ async fn the_engine_obeys_the_settings() {
 
     // Never more than one position at a time, never above 100 USD (plus the fill's slippage).
     let db = server.db().await;
-    let rows: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT action, notional, symbol FROM ledger WHERE user_id = $1 ORDER BY created_at, id",
-    )
+    let rows: Vec<(String, String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT action, {}, symbol FROM ledger WHERE user_id = $1 ORDER BY created_at, id",
+        decimal_sql("notional")
+    )))
     .bind(&user_id)
     .fetch_all(db)
     .await

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use tradehost_blackbox::{Server, email};
+use tradehost_blackbox::{Server, decimal_literal, decimal_sql, email};
 
 const HOUR: i64 = 3_600_000;
 const DAY: i64 = 24 * HOUR;
@@ -57,6 +57,7 @@ async fn retention_thins_histories_and_removes_what_ended() {
             .await;
     }
     // The equity curve: two points an hour five days ago, two in the last hour.
+    let money = decimal_literal("10000");
     for at in [
         five_days_ago + 10 * HOUR,
         five_days_ago + 10 * HOUR + 30 * MINUTE,
@@ -66,7 +67,7 @@ async fn retention_thins_histories_and_removes_what_ended() {
         server
             .exec(&format!(
                 "INSERT INTO equity_snapshots (user_id, at, equity, cash, unrealized_pnl) \
-                 VALUES ('{user_id}', {at}, '10000', '10000', '0')"
+                 VALUES ('{user_id}', {at}, {money}, {money}, 0)"
             ))
             .await;
     }
@@ -278,7 +279,9 @@ async fn round_trip(server: &Server, token: &str, key: &str, symbol: &str, expec
 async fn check_totals(server: &Server, user_id: &str, token: &str, trades: u64) {
     use rust_decimal::Decimal;
     let rows: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT net_pnl, fees FROM trades WHERE user_id = '{user_id}' ORDER BY closed_at, id"
+        "SELECT {}, {} FROM trades WHERE user_id = '{user_id}' ORDER BY closed_at, id",
+        decimal_sql("net_pnl"),
+        decimal_sql("fees")
     )))
     .fetch_all(server.db().await)
     .await
@@ -289,8 +292,12 @@ async fn check_totals(server: &Server, user_id: &str, token: &str, trades: u64) 
     let winners = nets.iter().filter(|n| **n > Decimal::ZERO).count() as i64;
     let stored: (i64, i64, String, String, Option<String>, Option<String>) =
         sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT trades, winners, net_pnl, fees, best_trade, worst_trade FROM account_totals \
-             WHERE user_id = '{user_id}'"
+            "SELECT trades, winners, {}, {}, {}, {} FROM account_totals \
+             WHERE user_id = '{user_id}'",
+            decimal_sql("net_pnl"),
+            decimal_sql("fees"),
+            decimal_sql("best_trade"),
+            decimal_sql("worst_trade")
         )))
         .fetch_one(server.db().await)
         .await
@@ -414,8 +421,9 @@ async fn period_figures_follow_the_day_totals_of_moved_trades() {
     server.restart().await;
 
     let rows: Vec<(i64, String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT closed_at, net_pnl, symbol FROM trades WHERE user_id = '{user_id}' \
-         ORDER BY closed_at, id"
+        "SELECT closed_at, {}, symbol FROM trades WHERE user_id = '{user_id}' \
+         ORDER BY closed_at, id",
+        decimal_sql("net_pnl")
     )))
     .fetch_all(server.db().await)
     .await
@@ -501,4 +509,223 @@ async fn period_figures_follow_the_day_totals_of_moved_trades() {
         .await;
     assert_eq!(m["longest_winning_streak"], longest.0);
     assert_eq!(m["longest_losing_streak"], longest.1);
+}
+
+/// A database an earlier release wrote, with money as decimal text, is carried to exact stored
+/// decimals on either backend: every value keeps its digits (rounded to eight places, half away
+/// from zero, where it had more), NULLs stay NULL, the largest storable amount fits, and the
+/// server reads the carried books back through its routes.
+#[tokio::test]
+async fn the_decimal_migration_carries_every_amount_exactly() {
+    const DAY_MS: i64 = 86_400_000;
+    let now = now_ms();
+    let hash = tradehost_blackbox::password_hash();
+    let address = email("decimals");
+    let seed = vec![
+        format!(
+            "INSERT INTO users (id, email, email_lower, full_name, password_hash, subscription_tier, created_at, updated_at) \
+             VALUES ('u1', '{address}', '{address}', 'Carried', '{hash}', 'pro', 0, 0)"
+        ),
+        "INSERT INTO platform_flags (name, value, updated_by, updated_at) \
+         VALUES ('account_totals_backfilled', '1', 'migration', 0)"
+            .into(),
+        "INSERT INTO trading_accounts (user_id, currency, initial_capital, cash, realized_pnl, fees_paid, created_at, updated_at) \
+         VALUES ('u1', 'USD', '10000', '9387.123456789012345', '59.5', '0.000000015', 0, 0)"
+            .into(),
+        format!(
+            "INSERT INTO positions (id, user_id, broker, symbol, side, quantity, entry_price, entry_fees, stop_loss, \
+             take_profit, trail_pct, extreme_price, current_price, status, opened_at, updated_at, cost, close_attempts, strategy) \
+             VALUES ('p1', 'u1', 'paper', 'BTC-USD', 'long', '0.5', '60000.5', '30.00025', '55000', NULL, '0.03', \
+             '61000', '61000', 'open', {now}, {now}, '30000.25', 0, 'ema-cross')"
+        ),
+        format!(
+            "INSERT INTO trades (id, user_id, position_id, broker, symbol, side, quantity, entry_price, exit_price, size_usd, \
+             gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes, entry_fee, strategy) \
+             VALUES ('t1', 'u1', 'p0', 'paper', 'ETH-USD', 'long', '2', '3000', '3050.25', '6000', '100.5', '0.4', '100.1', \
+             '1.6683', 'take_profit', {opened}, {closed}, 60, '0.2', 'ema-cross'), \
+             ('t2', 'u1', 'p9', 'paper', 'SOL-USD', 'short', '10', '150', '154', '1500', '-40', '0.6', '-40.6', \
+             '-2.7067', 'stop_loss', {opened}, {later}, 61, NULL, 'ema-cross')",
+            opened = now - DAY_MS,
+            closed = now - DAY_MS + 3_600_000,
+            later = now - DAY_MS + 3_660_000,
+        ),
+        format!(
+            "INSERT INTO ledger (id, user_id, order_id, position_id, broker, symbol, side, action, quantity, price, notional, \
+             fee, realized_pnl, cash_after, created_at, fill_id, entry_fee) \
+             VALUES ('l1', 'u1', 'o1', 'p1', 'paper', 'BTC-USD', 'BUY', 'OPEN', '0.5', '60000.5', '30000.25', '30.00025', \
+             '0', '9387.123456789012345', {now}, 'f1', NULL), \
+             ('l2', 'u1', 'o0', 'p9', 'paper', 'SOL-USD', 'BUY', 'CLOSE', '10', '154', '1540', '0.3', '-12.345678905', \
+             '9417.12345679', {now}, NULL, '0.3')"
+        ),
+        format!(
+            "INSERT INTO orders (id, user_id, client_order_id, broker, symbol, side, intent, quantity, position_id, stop_loss, \
+             take_profit, status, created_at, updated_at, kind, limit_price, trail_pct, filled_quantity, attempt, checks, strategy) \
+             VALUES ('o1', 'u1', 'th-o1', 'paper', 'BTC-USD', 'BUY', 'open_long', '0.5', 'p1', '55000', NULL, 'filled', \
+             {now}, {now}, 'limit', '60000.5', '0.03', '0.5', 1, 0, 'ema-cross')"
+        ),
+        format!(
+            "INSERT INTO fills (id, order_id, user_id, venue_trade_id, quantity, price, fee, filled_at, booked_at) \
+             VALUES ('f1', 'o1', 'u1', 'v1', '0.5', '60000.5', '30.00025', {now}, {now})"
+        ),
+        format!(
+            "INSERT INTO equity_snapshots (user_id, at, equity, cash, unrealized_pnl) \
+             VALUES ('u1', {now}, '39887.37345678901', '9387.12345679', '499.75')"
+        ),
+        "INSERT INTO venue_baselines (user_id, broker, symbol, quantity, updated_at) VALUES ('u1', 'paper', 'BTC', '-0.25', 0)"
+            .into(),
+        format!(
+            "INSERT INTO signals (id, user_id, symbol, action, size_usd, strategy, status, received_at, limit_price) \
+             VALUES ('s1', 'u1', 'DOGE-USD', 'buy', '250.75', 'tv', 'traded', {now}, '0.00001234')"
+        ),
+        format!(
+            "INSERT INTO subscriptions (id, user_id, tier, billing_interval, status, current_period_start, current_period_end, \
+             cancel_at_period_end, amount, currency, customer_id, created_at, updated_at) \
+             VALUES ('sub1', 'u1', 'pro', 'monthly', 'active', {now}, {end}, 0, '49', 'USD', 'cus_1', {now}, {now})",
+            end = now + 30 * DAY_MS
+        ),
+        format!(
+            "INSERT INTO payments (id, user_id, subscription_id, kind, amount, currency, provider, provider_reference, \
+             description, created_at, status) \
+             VALUES ('pay1', 'u1', 'sub1', 'charge', '49', 'USD', 'test', 'ref', 'Pro', {now}, 'settled')"
+        ),
+        format!(
+            "INSERT INTO account_totals (user_id, trades, winners, losers, net_pnl, profit, loss, fees, volume, best_trade, \
+             worst_trade, streak, streak_started_at, last_closed_at, updated_at, longest_win_streak, longest_loss_streak, \
+             hold_ms, first_closed_at) \
+             VALUES ('u1', 2, 1, 1, '59.5', '100.1', '-40.6', '1', '92233720368.54775807', '100.1', '-40.6', -1, {later}, \
+             {later}, 0, 1, 1, 7260000, {closed})",
+            closed = now - DAY_MS + 3_600_000,
+            later = now - DAY_MS + 3_660_000,
+        ),
+        format!(
+            "INSERT INTO account_day_totals (user_id, day, symbol, trades, winners, losers, net_pnl, size_usd) \
+             VALUES ('u1', {day}, 'ETH-USD', 1, 1, 0, '100.1', '6000'), ('u1', {day}, 'SOL-USD', 1, 0, 1, '-40.6', '1500')",
+            day = (now - DAY_MS) / DAY_MS
+        ),
+    ];
+    let server = Server::options().earlier_schema(15, seed).start().await;
+
+    // Every amount, as the database now holds it.
+    let expected: &[(&str, &str, &str, Option<&str>)] = &[
+        (
+            "trading_accounts",
+            "initial_capital",
+            "user_id = 'u1'",
+            Some("10000.00000000"),
+        ),
+        (
+            "trading_accounts",
+            "cash",
+            "user_id = 'u1'",
+            Some("9387.12345679"),
+        ),
+        (
+            "trading_accounts",
+            "realized_pnl",
+            "user_id = 'u1'",
+            Some("59.50000000"),
+        ),
+        (
+            "trading_accounts",
+            "fees_paid",
+            "user_id = 'u1'",
+            Some("0.00000002"),
+        ),
+        (
+            "positions",
+            "entry_price",
+            "id = 'p1'",
+            Some("60000.50000000"),
+        ),
+        ("positions", "entry_fees", "id = 'p1'", Some("30.00025000")),
+        ("positions", "take_profit", "id = 'p1'", None),
+        ("positions", "trail_pct", "id = 'p1'", Some("0.03000000")),
+        ("positions", "cost", "id = 'p1'", Some("30000.25000000")),
+        ("trades", "net_pnl", "id = 't2'", Some("-40.60000000")),
+        ("trades", "pnl_pct", "id = 't2'", Some("-2.70670000")),
+        ("trades", "entry_fee", "id = 't2'", None),
+        ("ledger", "realized_pnl", "id = 'l2'", Some("-12.34567891")),
+        ("ledger", "cash_after", "id = 'l1'", Some("9387.12345679")),
+        ("orders", "limit_price", "id = 'o1'", Some("60000.50000000")),
+        ("orders", "take_profit", "id = 'o1'", None),
+        ("orders", "filled_quantity", "id = 'o1'", Some("0.50000000")),
+        ("fills", "fee", "id = 'f1'", Some("30.00025000")),
+        (
+            "equity_snapshots",
+            "equity",
+            "user_id = 'u1'",
+            Some("39887.37345679"),
+        ),
+        (
+            "venue_baselines",
+            "quantity",
+            "user_id = 'u1'",
+            Some("-0.25000000"),
+        ),
+        ("signals", "limit_price", "id = 's1'", Some("0.00001234")),
+        ("signals", "size_usd", "id = 's1'", Some("250.75000000")),
+        (
+            "subscriptions",
+            "amount",
+            "id = 'sub1'",
+            Some("49.00000000"),
+        ),
+        ("payments", "amount", "id = 'pay1'", Some("49.00000000")),
+        (
+            "account_totals",
+            "volume",
+            "user_id = 'u1'",
+            Some("92233720368.54775807"),
+        ),
+        (
+            "account_totals",
+            "worst_trade",
+            "user_id = 'u1'",
+            Some("-40.60000000"),
+        ),
+        (
+            "account_day_totals",
+            "size_usd",
+            "symbol = 'SOL-USD'",
+            Some("1500.00000000"),
+        ),
+    ];
+    for (table, column, row, value) in expected {
+        let stored = server
+            .scalar(&format!(
+                "SELECT {} FROM {table} WHERE {row}",
+                decimal_sql(column)
+            ))
+            .await;
+        assert_eq!(stored.as_deref(), *value, "{table}.{column}");
+    }
+    // Sums in SQL are exact now: the trades' net P&L adds up to the account's realized total
+    // less its fees, to the last unit.
+    let summed = server
+        .scalar(&format!(
+            "SELECT {} FROM trades WHERE user_id = 'u1'",
+            decimal_sql("SUM(net_pnl)")
+        ))
+        .await;
+    assert_eq!(summed.as_deref(), Some("59.50000000"));
+
+    // And the server reads the carried books back.
+    let token = server.login(&address, tradehost_blackbox::PASSWORD).await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let positions = server.get("/api/v1/account/positions", Some(&token)).await;
+    let position = &positions.data()["positions"][0];
+    assert_eq!(position["entry_price"], 60000.5, "{}", positions.text);
+    assert_eq!(position["quantity"], 0.5);
+    let history = server
+        .get("/api/v1/account/history?status=closed", Some(&token))
+        .await;
+    let trades = history.data()["trades"].as_array().unwrap().clone();
+    assert_eq!(trades.len(), 2, "{}", history.text);
+    let pnl: Vec<f64> = trades
+        .iter()
+        .map(|t| t["realized_pnl"].as_f64().unwrap())
+        .collect();
+    assert_eq!(pnl, [-40.6, 100.1], "{}", history.text);
 }

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use reqwest::Method;
+use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
-use tradehost_blackbox::{PASSWORD, Server, email};
+use tradehost_blackbox::{PASSWORD, Server, decimal_sql, email};
 
 /// The paper market forms one new bar a minute, so entries and exits come at minute boundaries:
 /// waits for trades allow several of them.
@@ -61,36 +62,29 @@ async fn assert_no_duplicates(server: &Server) {
 
 /// For a bot that is not trading (stopped): the books agree exactly.
 async fn assert_books_balance(server: &Server, user_id: &str) {
-    let initial: f64 = server
-        .scalar(&format!(
-            "SELECT initial_capital FROM trading_accounts WHERE user_id = '{user_id}'"
-        ))
-        .await
-        .unwrap()
-        .parse()
-        .unwrap();
-    let cash: f64 = server
-        .scalar(&format!(
-            "SELECT cash FROM trading_accounts WHERE user_id = '{user_id}'"
-        ))
-        .await
-        .unwrap()
-        .parse()
-        .unwrap();
+    let decimal = |text: &str| -> Decimal { text.parse().unwrap() };
+    let (initial, cash) = (decimal_sql("initial_capital"), decimal_sql("cash"));
+    let (initial, cash): (String, String) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {initial}, {cash} FROM trading_accounts WHERE user_id = $1"
+    )))
+    .bind(user_id)
+    .fetch_one(server.db().await)
+    .await
+    .unwrap();
+    let (initial, cash) = (decimal(&initial), decimal(&cash));
     let db = server.db().await;
-    let rows: Vec<(String, String, String, String, String, String)> = sqlx::query_as(
-        "SELECT position_id, side, action, quantity, notional, fee FROM ledger WHERE user_id = $1 ORDER BY created_at, id",
-    )
+    let [quantity, notional, fee] = ["quantity", "notional", "fee"].map(decimal_sql);
+    let rows: Vec<(String, String, String, String, String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT position_id, side, action, {quantity}, {notional}, {fee} FROM ledger WHERE user_id = $1 ORDER BY created_at, id",
+    )))
     .bind(user_id)
     .fetch_all(db)
     .await
     .unwrap();
-    let mut flow = 0.0;
-    let mut quantities: HashMap<String, f64> = HashMap::new();
+    let mut flow = Decimal::ZERO;
+    let mut quantities: HashMap<String, Decimal> = HashMap::new();
     for (position_id, side, action, quantity, notional, fee) in &rows {
-        let notional: f64 = notional.parse().unwrap();
-        let fee: f64 = fee.parse().unwrap();
-        let quantity: f64 = quantity.parse().unwrap();
+        let (quantity, notional, fee) = (decimal(quantity), decimal(notional), decimal(fee));
         flow += if side == "BUY" { -notional } else { notional } - fee;
         *quantities.entry(position_id.clone()).or_default() += if action == "OPEN" {
             quantity
@@ -98,20 +92,22 @@ async fn assert_books_balance(server: &Server, user_id: &str) {
             -quantity
         };
     }
-    assert!(
-        (initial + flow - cash).abs() < 1e-6,
+    assert_eq!(
+        initial + flow,
+        cash,
         "cash {cash} != initial {initial} + ledger flows {flow}"
     );
-    let positions: Vec<(String, String)> =
-        sqlx::query_as("SELECT id, quantity FROM positions WHERE user_id = $1 AND status = 'open'")
-            .bind(user_id)
-            .fetch_all(db)
-            .await
-            .unwrap();
+    let positions: Vec<(String, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT id, {quantity} FROM positions WHERE user_id = $1 AND status = 'open'"
+    )))
+    .bind(user_id)
+    .fetch_all(db)
+    .await
+    .unwrap();
     for (id, quantity) in &positions {
-        let quantity: f64 = quantity.parse().unwrap();
-        assert!(
-            (quantities[id] - quantity).abs() < 1e-9,
+        let quantity = decimal(quantity);
+        assert_eq!(
+            quantities[id], quantity,
             "position {id}: {quantity} vs ledger {}",
             quantities[id]
         );
@@ -119,7 +115,7 @@ async fn assert_books_balance(server: &Server, user_id: &str) {
     for (id, remaining) in &quantities {
         if !positions.iter().any(|(open, _)| open == id) {
             assert!(
-                remaining.abs() < 1e-9,
+                remaining.is_zero(),
                 "closed position {id} has {remaining} left in the ledger"
             );
         }

@@ -11,7 +11,7 @@ use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use tradehost_blackbox::companion::webhook_key;
 use tradehost_blackbox::exchange::{Simulator, VenueCase};
-use tradehost_blackbox::{Server, email};
+use tradehost_blackbox::{Server, decimal_sql, email};
 
 const CHURN: (&str, &str) = ("testing/guest-churn", "guest-churn");
 
@@ -347,7 +347,8 @@ async fn fills_a_limit_order_later(case: VenueCase) {
     server.wait_count(&resting(first), 1, 30).await;
     let sent = server
         .scalar(&format!(
-            "SELECT limit_price FROM orders WHERE user_id = '{user_id}' AND symbol = '{first}' AND kind = 'limit'"
+            "SELECT {} FROM orders WHERE user_id = '{user_id}' AND symbol = '{first}' AND kind = 'limit'",
+            decimal_sql("limit_price")
         ))
         .await
         .unwrap();

@@ -3,16 +3,13 @@
 
 use std::fmt::Write as _;
 
-use crate::store::{Executes, on};
 use rust_decimal::Decimal;
 use serde::Serialize;
 
 use crate::App;
 use crate::engine::accounting::float;
 use crate::error::ApiResult;
-use crate::store::now_ms;
-
-use crate::store::DAY_MS;
+use crate::store::{DAY_MS, Filter, billing, bots, ledger, now_ms, positions, trades, users};
 
 #[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct UserFigures {
@@ -60,104 +57,35 @@ pub struct Metrics {
     pub revenue: RevenueFigures,
 }
 
-async fn count<'e>(
-    exec: impl Executes<'e>,
-    sql: &'static str,
-    since: Option<i64>,
-) -> sqlx::Result<i64> {
-    on!(exec, |c| match since {
-        Some(since) => sqlx::query_scalar(sql).bind(since).fetch_one(c).await,
-        None => sqlx::query_scalar(sql).fetch_one(c).await,
-    })
-}
-
 pub async fn collect(app: &App) -> ApiResult<Metrics> {
     let db = &app.db.pool;
     let day_ago = now_ms() - DAY_MS;
-    let tiers: Vec<(String, i64)> = on!(db, |c| sqlx::query_as(
-        "SELECT subscription_tier, COUNT(*) FROM users GROUP BY subscription_tier"
-    )
-    .fetch_all(c)
-    .await)?;
+    let tiers = users::count_by_tier(db).await?;
     let tier_count = |tier: &str| tiers.iter().find(|(t, _)| t == tier).map_or(0, |(_, n)| *n);
     // Revenue from recorded subscriptions: the monthly equivalent of every active one; churn is
     // the share of subscriptions live 30 days ago (or started since) that have been cancelled.
-    let subscriptions: Vec<(String, String, String, Option<i64>)> = on!(db, |c| sqlx::query_as(
-        "SELECT status, billing_interval, amount, cancelled_at FROM subscriptions"
-    )
-    .fetch_all(c)
-    .await)?;
-    let month_ago = now_ms() - 30 * DAY_MS;
-    let mrr: Decimal = subscriptions
-        .iter()
-        .filter(|(status, ..)| status == "active")
-        .map(|(_, interval, amount, _)| {
-            let amount: Decimal = amount.parse().unwrap_or_default();
-            if interval == "yearly" {
-                amount / Decimal::from(12)
-            } else {
-                amount
-            }
-        })
-        .sum();
-    let churned = subscriptions
-        .iter()
-        .filter(|(status, .., cancelled)| {
-            status == "cancelled" && cancelled.is_some_and(|at| at >= month_ago)
-        })
-        .count();
-    let base = subscriptions
-        .iter()
-        .filter(|(status, .., cancelled)| {
-            status != "cancelled" || cancelled.is_some_and(|at| at >= month_ago)
-        })
-        .count();
-    let mrr = float(mrr.round_dp(2));
-    let notional: Vec<String> = on!(db, |c| sqlx::query_scalar(
-        "SELECT notional FROM ledger WHERE created_at >= $1"
-    )
-    .bind(day_ago)
-    .fetch_all(c)
-    .await)?;
-    let volume: Decimal = notional
-        .iter()
-        .filter_map(|n| n.parse::<Decimal>().ok())
-        .sum();
+    let subscriptions = billing::subscription_figures(db, now_ms() - 30 * DAY_MS).await?;
+    let mrr = float((subscriptions.monthly + subscriptions.yearly / Decimal::from(12)).round_dp(2));
+    let volume = ledger::notional_since(db, day_ago).await?;
+    let last_day = Filter {
+        from_ms: Some(day_ago),
+        ..Filter::default()
+    };
     let minute = app.requests.minute();
     Ok(Metrics {
         users: UserFigures {
             total: tiers.iter().map(|(_, n)| n).sum(),
-            active_today: count(
-                db,
-                "SELECT COUNT(*) FROM users WHERE last_active_at >= $1",
-                Some(day_ago),
-            )
-            .await?,
+            active_today: users::count_active_since(db, day_ago).await?,
             free: tier_count("free"),
             basic: tier_count("basic"),
             pro: tier_count("pro"),
             enterprise: tier_count("enterprise"),
         },
         trading: TradingFigures {
-            bots_running: count(
-                db,
-                "SELECT COUNT(*) FROM bots WHERE status IN ('starting', 'running', 'paused')",
-                None,
-            )
-            .await?,
-            total_positions: count(
-                db,
-                "SELECT COUNT(*) FROM positions WHERE status = 'open'",
-                None,
-            )
-            .await?,
+            bots_running: bots::count_active(db).await?,
+            total_positions: positions::count_open(db, None, None).await?,
             total_volume_24h: float(volume.round_dp(2)),
-            total_trades_24h: count(
-                db,
-                "SELECT COUNT(*) FROM trades WHERE closed_at >= $1",
-                Some(day_ago),
-            )
-            .await?,
+            total_trades_24h: trades::count(&app.db, &last_day).await?,
             bot_scans_total: app.engine.scans_completed(),
         },
         system: SystemFigures {
@@ -172,10 +100,10 @@ pub async fn collect(app: &App) -> ApiResult<Metrics> {
         revenue: RevenueFigures {
             mrr,
             arr: mrr * 12.0,
-            churn_rate: if base == 0 {
+            churn_rate: if subscriptions.base == 0 {
                 0.0
             } else {
-                churned as f64 / base as f64
+                subscriptions.churned as f64 / subscriptions.base as f64
             },
         },
     })

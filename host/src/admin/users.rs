@@ -40,12 +40,8 @@ pub struct UserList {
     pub pagination: Pagination,
 }
 
-fn net(realized: Option<&str>, fees: Option<&str>) -> f64 {
-    let parse = |text: Option<&str>| {
-        text.and_then(|t| t.parse::<Decimal>().ok())
-            .unwrap_or_default()
-    };
-    float(parse(realized) - parse(fees))
+fn net(realized: Option<Decimal>, fees: Option<Decimal>) -> f64 {
+    float(realized.unwrap_or_default() - fees.unwrap_or_default())
 }
 
 pub fn check_filter(filter: &UserFilter) -> ApiResult<()> {
@@ -76,7 +72,7 @@ pub async fn list(app: &App, filter: &UserFilter, page: Page) -> ApiResult<UserL
         users: rows
             .into_iter()
             .map(|row| UserListItem {
-                total_pnl: net(row.realized_pnl.as_deref(), row.fees_paid.as_deref()),
+                total_pnl: net(row.realized_pnl, row.fees_paid),
                 user_id: row.id,
                 email: row.email,
                 full_name: row.full_name,

@@ -173,15 +173,11 @@ pub async fn current(app: &App, user: &Principal) -> ApiResult<SubscriptionView>
                 cancel_at_period_end: !renews,
                 trial_active: false,
                 trial_ends_at: None,
-                amount: float(s.amount.parse().unwrap_or_default()),
+                amount: float(s.amount),
                 currency: s.currency,
                 payment_method: s.payment_method.and_then(|m| serde_json::from_str(&m).ok()),
                 next_billing_date: renews.then(|| iso8601(s.current_period_end)),
-                next_billing_amount: if renews {
-                    float(s.amount.parse().unwrap_or_default())
-                } else {
-                    0.0
-                },
+                next_billing_amount: if renews { float(s.amount) } else { 0.0 },
             }
         }
         None => SubscriptionView {
@@ -242,7 +238,7 @@ pub struct Upgraded {
 fn unused_value(s: &SubscriptionRow, now: i64) -> Decimal {
     let total = (s.current_period_end - s.current_period_start).max(1);
     let left = (s.current_period_end - now).clamp(0, total);
-    let paid: Decimal = s.amount.parse().unwrap_or_default();
+    let paid = s.amount;
     (paid * Decimal::from(left) / Decimal::from(total)).round_dp(2)
 }
 
@@ -370,7 +366,7 @@ pub async fn upgrade(
             user_id: &user.user_id,
             subscription_id: &new_id(),
             kind: "charge",
-            amount: &due.to_string(),
+            amount: due,
             currency: "USD",
             provider: app.payments.name(),
             description: &description,
@@ -408,7 +404,7 @@ pub async fn upgrade(
         current_period_start: now,
         current_period_end: now + period_ms(&request.interval),
         cancel_at_period_end: 0,
-        amount: amount.to_string(),
+        amount,
         currency: "USD".into(),
         payment_method: Some(payment_method(method_id).to_string()),
         customer_id,
@@ -516,7 +512,7 @@ pub async fn cancel(
                 user_id: &user.user_id,
                 subscription_id: &s.id,
                 kind: "refund",
-                amount: &refund.to_string(),
+                amount: refund,
                 currency: "USD",
                 provider: app.payments.name(),
                 description: "refund of the unused part of the period",
@@ -653,7 +649,7 @@ async fn renew(app: &App, s: &SubscriptionRow, now: i64) -> ApiResult<Option<boo
             user_id: &s.user_id,
             subscription_id: &s.id,
             kind: "charge",
-            amount: &s.amount,
+            amount: s.amount,
             currency: &s.currency,
             provider: app.payments.name(),
             description: "renewal",
@@ -684,7 +680,7 @@ async fn renew(app: &App, s: &SubscriptionRow, now: i64) -> ApiResult<Option<boo
         .charge(&Charge {
             customer_id: &s.customer_id,
             payment_method_id: method["id"].as_str().unwrap_or("on-file"),
-            amount: s.amount.parse().unwrap_or_default(),
+            amount: s.amount,
             currency: &s.currency,
             description: "renewal",
             idempotency_key: &key,
@@ -957,7 +953,7 @@ mod tests {
             current_period_start: period_end - 30 * DAY_MS,
             current_period_end: period_end,
             cancel_at_period_end: 0,
-            amount: "149".into(),
+            amount: Decimal::from(149),
             currency: "USD".into(),
             payment_method: Some(payment_method("pm_card_visa").to_string()),
             customer_id: format!("cus_{name}"),

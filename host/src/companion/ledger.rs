@@ -126,11 +126,6 @@ impl Serialize for Record {
     }
 }
 
-fn dec(text: &str) -> ApiResult<Decimal> {
-    text.parse()
-        .map_err(|_| ApiError::internal(format!("a stored amount is not a decimal: {text:?}")))
-}
-
 fn upper(text: &str) -> Cell {
     Cell::Text(text.to_uppercase())
 }
@@ -202,25 +197,25 @@ fn trade_record(owned: Owned<CompletedTrade>) -> Record {
     ])
 }
 
-fn ledger_record(l: LedgerRow) -> ApiResult<Record> {
+fn ledger_record(l: LedgerRow) -> Record {
     let at = Cell::Text(iso8601(l.created_at));
-    Ok(Record(vec![
+    Record(vec![
         ("id", Cell::Text(l.id)),
         ("timestamp", at.clone()),
         ("user_id", Cell::Text(l.user_id)),
         ("symbol", Cell::Text(l.symbol)),
         ("side", upper(&l.side)),
         ("action", upper(&l.action)),
-        ("price", Cell::Decimal(dec(&l.price)?)),
-        ("quantity", Cell::Decimal(dec(&l.quantity)?)),
-        ("size_usd", Cell::Decimal(dec(&l.notional)?)),
-        ("fee", Cell::Decimal(dec(&l.fee)?)),
+        ("price", Cell::Decimal(l.price)),
+        ("quantity", Cell::Decimal(l.quantity)),
+        ("size_usd", Cell::Decimal(l.notional)),
+        ("fee", Cell::Decimal(l.fee)),
         ("order_id", Cell::Text(l.order_id)),
         ("position_id", Cell::Text(l.position_id)),
         ("platform_trade_id", Cell::Null),
         ("notes", Cell::Null),
         ("created_at", at),
-    ]))
+    ])
 }
 
 fn timestamp() -> String {
@@ -350,7 +345,7 @@ pub async fn ledger(
         .await?
         .into_iter()
         .map(ledger_record)
-        .collect::<ApiResult<Vec<_>>>()?;
+        .collect::<Vec<_>>();
     Ok(Ledger {
         count: transactions.len(),
         transactions,
@@ -544,11 +539,11 @@ const EXPORT_ROWS: i64 = 100_000;
 async fn records(app: &App, owner: &Owner, table: Table) -> ApiResult<Vec<Record>> {
     let all = scope(owner, None);
     match table {
-        Table::TradeLedger => ledger::page(&app.db, &all, Some(EXPORT_ROWS), 0)
+        Table::TradeLedger => Ok(ledger::page(&app.db, &all, Some(EXPORT_ROWS), 0)
             .await?
             .into_iter()
             .map(ledger_record)
-            .collect(),
+            .collect()),
         Table::OpenPositions => Ok(positions::open_owned(&app.db, &all)
             .await?
             .into_iter()
@@ -741,17 +736,16 @@ mod tests {
                     symbol: symbol.into(),
                     side: ["buy", "sell"][index / 2 % 2].into(),
                     action: ["open", "close"][index % 2].into(),
-                    quantity: format!("{quantity:.6}"),
-                    price: format!("{price:.4}"),
-                    notional: format!("{notional:.2}"),
-                    fee: format!("{:.4}", notional * 0.001),
+                    quantity: format!("{quantity:.6}").parse().unwrap(),
+                    price: format!("{price:.4}").parse().unwrap(),
+                    notional: format!("{notional:.2}").parse().unwrap(),
+                    fee: format!("{:.4}", notional * 0.001).parse().unwrap(),
                     broker: "paper".into(),
-                    realized_pnl: "0".into(),
-                    cash_after: "0".into(),
+                    realized_pnl: Decimal::ZERO,
+                    cash_after: Decimal::ZERO,
                     created_at: 1_767_225_600_000 + index as i64 * 37_000,
-                    entry_fee: None,
+                    entry_fee: Decimal::ZERO,
                 })
-                .unwrap()
             })
             .collect();
         let statistics = Statistics {

@@ -1,8 +1,11 @@
 //! Exact accounting of fills: cash, positions, ledger rows and completed trades.
 //!
 //! Money and quantities are `rust_decimal::Decimal` (28 significant digits, no binary rounding):
-//! prices, quantities and fees enter rounded to [`SCALE`] decimal places, and every later figure
-//! is a sum or product of those, so nothing drifts. A position keeps its exact entry `cost`
+//! prices, quantities and fees enter rounded to [`SCALE`] decimal places, and each fill's notional
+//! (price × quantity) is rounded to it too, half to even, as a venue settles cash to its
+//! currency's precision. Every later figure is a sum or difference of those, so nothing drifts,
+//! and every booked figure has at most [`SCALE`] places: the store keeps it exactly
+//! (`store::decimal`). A position keeps its exact entry `cost`
 //! (the sum of price × quantity of its opening fills), so one opened in several fills is as
 //! exact as one opened at once; its entry price is that cost's average, for display and exits.
 //! The only divisions (allocating a position's cost and entry fee across partial closes) round,
@@ -252,7 +255,7 @@ impl Account {
     /// Books the fill that opens a position. A long pays for what it buys; a short receives the
     /// proceeds of what it sells and owes the asset back.
     pub fn open(&mut self, request: OpenRequest<'_>, fill: Fill) -> (Position, LedgerEntry) {
-        let notional = fill.quantity * fill.price;
+        let notional = (fill.quantity * fill.price).round_dp(SCALE);
         self.cash += match request.side {
             Side::Long => -notional,
             Side::Short => notional,
@@ -297,7 +300,7 @@ impl Account {
 
     /// Books another opening fill of `position` (its opening order filling in parts).
     pub fn add(&mut self, position: &mut Position, fill: Fill, ledger_id: String) -> LedgerEntry {
-        let notional = fill.quantity * fill.price;
+        let notional = (fill.quantity * fill.price).round_dp(SCALE);
         self.cash += match position.side {
             Side::Long => -notional,
             Side::Short => notional,
@@ -341,7 +344,7 @@ impl Account {
         trade_id: String,
     ) -> (LedgerEntry, CompletedTrade) {
         let quantity = fill.quantity.min(position.quantity);
-        let notional = quantity * fill.price;
+        let notional = (quantity * fill.price).round_dp(SCALE);
         self.cash += match position.side {
             Side::Long => notional,
             Side::Short => -notional,

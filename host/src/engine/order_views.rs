@@ -8,6 +8,7 @@ use crate::App;
 use crate::api::query::{Page, Pagination};
 use crate::auth::sessions::Principal;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::plugins::decimal;
 use crate::store::iso8601;
 use crate::store::orders::{self as rows, FillRow, OrderRow};
 
@@ -64,9 +65,9 @@ fn view(o: OrderRow, fills: Option<Vec<FillRow>>) -> OrderView {
         side: o.side,
         intent: o.intent,
         kind: o.kind,
-        quantity: o.quantity,
-        limit_price: o.limit_price,
-        filled_quantity: o.filled_quantity,
+        quantity: decimal::text(o.quantity),
+        limit_price: o.limit_price.map(decimal::text),
+        filled_quantity: decimal::text(o.filled_quantity),
         status: o.status,
         position_id: o.position_id,
         trade_id: o.trade_id,
@@ -82,9 +83,9 @@ fn view(o: OrderRow, fills: Option<Vec<FillRow>>) -> OrderView {
                 .map(|f| FillView {
                     fill_id: f.id,
                     venue_trade_id: f.venue_trade_id,
-                    quantity: f.quantity,
-                    price: f.price,
-                    fee: f.fee,
+                    quantity: decimal::text(f.quantity),
+                    price: decimal::text(f.price),
+                    fee: decimal::text(f.fee),
                     filled_at: iso8601(f.filled_at),
                 })
                 .collect()

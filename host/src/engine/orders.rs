@@ -301,21 +301,21 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
             "market"
         }
         .into(),
-        quantity: decimal::text(quantity),
-        limit_price: limit_price.map(decimal::text),
-        filled_quantity: "0".into(),
+        quantity,
+        limit_price,
+        filled_quantity: Decimal::ZERO,
         position_id,
         trade_id,
         stop_loss: match &plan.intent {
-            Intent::Open { stop_loss, .. } => stop_loss.map(decimal::text),
+            Intent::Open { stop_loss, .. } => *stop_loss,
             Intent::Close { .. } => None,
         },
         take_profit: match &plan.intent {
-            Intent::Open { take_profit, .. } => take_profit.map(decimal::text),
+            Intent::Open { take_profit, .. } => *take_profit,
             Intent::Close { .. } => None,
         },
         trail_pct: match &plan.intent {
-            Intent::Open { trail_pct, .. } => trail_pct.map(decimal::text),
+            Intent::Open { trail_pct, .. } => *trail_pct,
             Intent::Close { .. } => None,
         },
         exit_reason: match &plan.intent {
@@ -364,13 +364,13 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
         } else {
             WireSide::Sell
         },
-        quantity: row.quantity.clone(),
+        quantity: decimal::text(row.quantity),
         kind: if limit_price.is_some() {
             OrderKind::Limit
         } else {
             OrderKind::Market
         },
-        limit_price: row.limit_price.clone(),
+        limit_price: row.limit_price.map(decimal::text),
         reduce_only,
     };
     let answer = match app.plugins.active(PluginKind::Broker, &plan.broker) {
@@ -558,7 +558,7 @@ pub async fn record(
         "database error while booking the order".to_string()
     };
     let status = OrderStatus::parse(&order.status).unwrap_or(OrderStatus::Unknown);
-    let quantity = decimal::parse(&order.quantity).unwrap_or_default();
+    let quantity = order.quantity;
     let venue_order_id = observation.report.as_ref().map(|r| r.order_id.clone());
 
     // The fills to consider: the report's and any found otherwise, each venue trade once.
@@ -587,7 +587,7 @@ pub async fn record(
     let mut account = trader.account.clone();
     let mut touched: HashMap<String, Position> = HashMap::new();
     let mut opened: Option<String> = None;
-    let mut booked = decimal::parse(&order.filled_quantity).unwrap_or_default();
+    let mut booked = order.filled_quantity;
     let mut new_entries: Vec<LedgerEntry> = Vec::new();
     // Orders written before positions were named at entry open one under their own id.
     let position_id = order
@@ -601,9 +601,9 @@ pub async fn record(
             order_id: order.id.clone(),
             user_id: trader.user_id.clone(),
             venue_trade_id: trade_id,
-            quantity: decimal::text(fill.quantity),
-            price: decimal::text(fill.price),
-            fee: decimal::text(fill.fee),
+            quantity: fill.quantity,
+            price: fill.price,
+            fee: fill.fee,
             filled_at: fill.at_ms,
             booked_at: now,
         };
@@ -652,9 +652,6 @@ pub async fn record(
                     } else {
                         Side::Long
                     };
-                    let optional = |text: &Option<String>| {
-                        text.as_deref().and_then(|t| decimal::parse(t).ok())
-                    };
                     let (position, entry) = account.open(
                         OpenRequest {
                             position_id: position_id.clone(),
@@ -664,9 +661,9 @@ pub async fn record(
                             strategy: order.strategy.as_deref().unwrap_or(&trader.bot.strategy),
                             symbol: &order.symbol,
                             side,
-                            stop_loss: optional(&order.stop_loss),
-                            take_profit: optional(&order.take_profit),
-                            trail_pct: optional(&order.trail_pct),
+                            stop_loss: order.stop_loss,
+                            take_profit: order.take_profit,
+                            trail_pct: order.trail_pct,
                         },
                         fill,
                     );
@@ -755,14 +752,14 @@ pub async fn record(
         let held_apart = baseline_rows::baseline(&mut *tx, &trader.user_id, &order.broker, asset)
             .await
             .map_err(db_err)?;
-        if let Some(held_apart) = held_apart.and_then(|text| decimal::parse(&text).ok()) {
+        if let Some(held_apart) = held_apart {
             let held_apart = held_apart + position.side.sign() * dust;
             baseline_rows::set_baseline(
                 &mut *tx,
                 &trader.user_id,
                 &order.broker,
                 asset,
-                &decimal::text(held_apart),
+                held_apart,
                 now,
             )
             .await
@@ -790,7 +787,7 @@ pub async fn record(
         &OrderUpdate {
             status: next.as_str(),
             broker_order_id: venue_order_id.as_deref(),
-            filled_quantity: &decimal::text(booked),
+            filled_quantity: booked,
             error,
             next_check_at: next.is_live().then(|| next_check(now, checks)),
             checks,
@@ -885,7 +882,7 @@ pub async fn record(
     trader.account = account;
     if let Some(live) = trader.live.iter_mut().find(|o| o.id == order.id) {
         live.status = next.as_str().into();
-        live.filled_quantity = decimal::text(booked);
+        live.filled_quantity = booked;
         live.checks = checks;
         live.next_check_at = next.is_live().then(|| next_check(now, checks));
         if let Some(id) = &venue_order_id {

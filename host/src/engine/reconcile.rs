@@ -365,8 +365,7 @@ pub async fn positions(app: &App, trader: &mut Trader) -> Result<Comparison, Str
             let theirs = holdings.get(&symbol).copied().unwrap_or_default();
             let baseline = rows::baseline(&app.db.pool, &trader.user_id, &broker, &symbol)
                 .await
-                .map_err(|err| err.to_string())?
-                .and_then(|text| decimal::parse(&text).ok());
+                .map_err(|err| err.to_string())?;
             match baseline {
                 // First comparison of this instrument: what the venue holds beyond the books is not tradehost's.
                 None => rows::set_baseline(
@@ -374,7 +373,7 @@ pub async fn positions(app: &App, trader: &mut Trader) -> Result<Comparison, Str
                     &trader.user_id,
                     &broker,
                     &symbol,
-                    &decimal::text(theirs - ours),
+                    theirs - ours,
                     now,
                 )
                 .await
@@ -705,7 +704,6 @@ async fn accept_holding(
     let baseline = rows::baseline(&app.db.pool, &trader.user_id, broker, symbol)
         .await
         .map_err(|e| e.to_string())?
-        .and_then(|t| decimal::parse(&t).ok())
         .unwrap_or_default();
     let held = ours(trader, broker, symbol);
     // What of the books the venue still holds: the books keep no more than that.
@@ -740,7 +738,7 @@ async fn accept_holding(
         &trader.user_id,
         broker,
         symbol,
-        &decimal::text(theirs - target),
+        theirs - target,
         now_ms(),
     )
     .await

@@ -346,16 +346,12 @@ pub async fn scan(
                 Some(price) => Some(*price),
                 None => current_price(app, &trader.bot.broker, &signal.symbol).await,
             };
-            let size_usd = signal
-                .size_usd
-                .as_deref()
-                .and_then(|s| s.parse::<f64>().ok())
-                .unwrap_or_else(|| {
-                    let paper = trader.bot.paper_trading != 0;
-                    trader
-                        .settings
-                        .max_position_size_usd(&trader.entitlement, paper)
-                });
+            let size_usd = signal.size_usd.map(float).unwrap_or_else(|| {
+                let paper = trader.bot.paper_trading != 0;
+                trader
+                    .settings
+                    .max_position_size_usd(&trader.entitlement, paper)
+            });
             let entry = Entry {
                 strategy: signal
                     .strategy
@@ -364,7 +360,7 @@ pub async fn scan(
                     .unwrap_or_else(|| WEBHOOK_STRATEGY.into()),
                 size_usd,
                 price,
-                limit_price: signal.limit_price.as_deref().and_then(|p| p.parse().ok()),
+                limit_price: signal.limit_price,
                 stop_loss: None,
                 take_profit: None,
             };

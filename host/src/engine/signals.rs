@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::{BotStatus, lock};
 use crate::App;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::plugins::decimal;
 use crate::store::orders as order_rows;
 use crate::store::signals::{self as rows, SignalRow};
 use crate::store::{iso8601, now_ms};
@@ -135,8 +136,8 @@ pub async fn view(app: &App, user_id: &str, trade_id: &str) -> ApiResult<SignalV
         order: order.map(|o| SignalOrder {
             order_id: o.id,
             status: o.status,
-            quantity: o.quantity,
-            filled_quantity: o.filled_quantity,
+            quantity: decimal::text(o.quantity),
+            filled_quantity: decimal::text(o.filled_quantity),
         }),
         received_at: iso8601(signal.received_at),
         processed_at: signal.processed_at.map(iso8601),

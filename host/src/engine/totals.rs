@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Datelike, NaiveDate};
 use rust_decimal::Decimal;
 
-use super::accounting::CompletedTrade;
+use super::accounting::{CompletedTrade, SCALE};
 use super::metrics::Streak;
 use super::trader::DAY_MS;
 
@@ -58,7 +58,7 @@ impl AccountTotals {
         self.trades += 1;
         self.net_pnl += net;
         self.fees += trade.fees;
-        self.volume += trade.size_usd + trade.exit_price * trade.quantity;
+        self.volume += trade.size_usd + (trade.exit_price * trade.quantity).round_dp(SCALE);
         self.best_trade = Some(self.best_trade.map_or(net, |best| best.max(net)));
         self.worst_trade = Some(self.worst_trade.map_or(net, |worst| worst.min(net)));
         let sign = i64::from(net > Decimal::ZERO) - i64::from(net < Decimal::ZERO);

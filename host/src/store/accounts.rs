@@ -1,19 +1,19 @@
-//! The trading account of each user: cash, realized P&L and fees paid. Decimals are TEXT in the
-//! table and `Decimal` everywhere else.
+//! The trading account of each user: cash, realized P&L and fees paid. Decimals are stored as
+//! [`StoredDecimal`]s.
 
 use super::Executes;
 use sqlx::FromRow;
 
-use super::dec;
+use super::StoredDecimal;
 use crate::engine::accounting::Account;
 
 #[derive(FromRow)]
 struct AccountRow {
     currency: String,
-    initial_capital: String,
-    cash: String,
-    realized_pnl: String,
-    fees_paid: String,
+    initial_capital: StoredDecimal,
+    cash: StoredDecimal,
+    realized_pnl: StoredDecimal,
+    fees_paid: StoredDecimal,
 }
 
 pub async fn account<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Option<Account>> {
@@ -25,16 +25,13 @@ pub async fn account<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result
         .fetch_optional(c)
         .await
     })?;
-    row.map(|row| {
-        Ok(Account {
-            currency: row.currency,
-            initial_capital: dec(&row.initial_capital)?,
-            cash: dec(&row.cash)?,
-            realized_pnl: dec(&row.realized_pnl)?,
-            fees_paid: dec(&row.fees_paid)?,
-        })
-    })
-    .transpose()
+    Ok(row.map(|row| Account {
+        currency: row.currency,
+        initial_capital: row.initial_capital.0,
+        cash: row.cash.0,
+        realized_pnl: row.realized_pnl.0,
+        fees_paid: row.fees_paid.0,
+    }))
 }
 
 /// Creates the account unless it exists (a concurrent creator wins harmlessly).
@@ -51,10 +48,10 @@ pub async fn insert_account<'e>(
         )
         .bind(user_id)
         .bind(&account.currency)
-        .bind(account.initial_capital.to_string())
-        .bind(account.cash.to_string())
-        .bind(account.realized_pnl.to_string())
-        .bind(account.fees_paid.to_string())
+        .bind(StoredDecimal(account.initial_capital))
+        .bind(StoredDecimal(account.cash))
+        .bind(StoredDecimal(account.realized_pnl))
+        .bind(StoredDecimal(account.fees_paid))
         .bind(now)
         .execute(c)
         .await
@@ -74,9 +71,9 @@ pub async fn update_account<'e>(
             "UPDATE trading_accounts SET cash = $2, realized_pnl = $3, fees_paid = $4, updated_at = $5 WHERE user_id = $1",
         )
         .bind(user_id)
-        .bind(account.cash.to_string())
-        .bind(account.realized_pnl.to_string())
-        .bind(account.fees_paid.to_string())
+        .bind(StoredDecimal(account.cash))
+        .bind(StoredDecimal(account.realized_pnl))
+        .bind(StoredDecimal(account.fees_paid))
         .bind(now)
         .execute(c)
         .await

@@ -1,7 +1,10 @@
 //! Billing tables: subscriptions, payments, processed provider events and API-call counts.
 
 use super::Executes;
+use rust_decimal::Decimal;
 use sqlx::FromRow;
+
+use super::StoredDecimal;
 
 #[derive(Debug, Clone, FromRow)]
 pub struct SubscriptionRow {
@@ -13,7 +16,8 @@ pub struct SubscriptionRow {
     pub current_period_start: i64,
     pub current_period_end: i64,
     pub cancel_at_period_end: i64,
-    pub amount: String,
+    #[sqlx(try_from = "StoredDecimal")]
+    pub amount: Decimal,
     pub currency: String,
     /// JSON object: type, last4, brand, exp_month, exp_year.
     pub payment_method: Option<String>,
@@ -83,7 +87,7 @@ pub async fn put<'e>(exec: impl Executes<'e>, s: &SubscriptionRow, now: i64) -> 
         .bind(s.current_period_start)
         .bind(s.current_period_end)
         .bind(s.cancel_at_period_end)
-        .bind(&s.amount)
+        .bind(StoredDecimal(s.amount))
         .bind(&s.currency)
         .bind(&s.payment_method)
         .bind(&s.customer_id)
@@ -106,7 +110,7 @@ pub struct Payment<'a> {
     pub subscription_id: &'a str,
     /// charge or refund.
     pub kind: &'a str,
-    pub amount: &'a str,
+    pub amount: Decimal,
     pub currency: &'a str,
     pub provider: &'a str,
     pub description: &'a str,
@@ -129,7 +133,7 @@ pub async fn insert_pending<'e>(exec: impl Executes<'e>, p: &Payment<'_>) -> sql
         .bind(p.user_id)
         .bind(p.subscription_id)
         .bind(p.kind)
-        .bind(p.amount)
+        .bind(StoredDecimal(p.amount))
         .bind(p.currency)
         .bind(p.provider)
         .bind(p.description)
@@ -149,7 +153,8 @@ pub struct PaymentRow {
     pub user_id: String,
     pub subscription_id: String,
     pub kind: String,
-    pub amount: String,
+    #[sqlx(try_from = "StoredDecimal")]
+    pub amount: Decimal,
     pub status: String,
     pub provider_reference: String,
     pub idempotency_key: Option<String>,
@@ -385,4 +390,38 @@ pub async fn opens_since<'e>(
     .bind(since)
     .fetch_one(c)
     .await)
+}
+
+/// What the recorded subscriptions add up to, for revenue figures.
+#[derive(Debug, Clone, PartialEq, FromRow)]
+pub struct SubscriptionFigures {
+    /// Summed amounts of the active monthly subscriptions.
+    #[sqlx(try_from = "StoredDecimal")]
+    pub monthly: Decimal,
+    /// Summed amounts of the active yearly subscriptions.
+    #[sqlx(try_from = "StoredDecimal")]
+    pub yearly: Decimal,
+    /// Subscriptions cancelled at or after the churn window's start.
+    pub churned: i64,
+    /// Subscriptions live at the window's start or started since (not cancelled before it).
+    pub base: i64,
+}
+
+pub async fn subscription_figures<'e>(
+    exec: impl Executes<'e>,
+    window_start: i64,
+) -> sqlx::Result<SubscriptionFigures> {
+    on!(exec, |c| {
+        sqlx::query_as(
+        "SELECT \
+           COALESCE(SUM(CASE WHEN status = 'active' AND billing_interval <> 'yearly' THEN amount END), 0) AS monthly, \
+           COALESCE(SUM(CASE WHEN status = 'active' AND billing_interval = 'yearly' THEN amount END), 0) AS yearly, \
+           COUNT(CASE WHEN status = 'cancelled' AND cancelled_at >= $1 THEN 1 END) AS churned, \
+           COUNT(CASE WHEN status <> 'cancelled' OR cancelled_at >= $1 THEN 1 END) AS base \
+         FROM subscriptions"
+    )
+    .bind(window_start)
+    .fetch_one(c)
+    .await
+    })
 }

@@ -101,3 +101,12 @@ pub async fn count_bots_by_status<'e>(exec: impl Executes<'e>, status: &str) -> 
     .fetch_one(c)
     .await)
 }
+
+/// Bots that are starting, running or paused.
+pub async fn count_active<'e>(exec: impl Executes<'e>) -> sqlx::Result<i64> {
+    on!(exec, |c| sqlx::query_scalar(
+        "SELECT COUNT(*) FROM bots WHERE status IN ('starting', 'running', 'paused')"
+    )
+    .fetch_one(c)
+    .await)
+}

@@ -1,10 +1,12 @@
 //! The ledger: one row per fill booked (and per dust close), what it did to a position and to
-//! the account's cash. Decimals are TEXT in the table and `Decimal` everywhere else.
+//! the account's cash. Decimals are stored as [`StoredDecimal`]s.
 
 use super::Executes;
 use sqlx::{Database, FromRow};
 
-use super::{Db, Filter, dec, limit_clause, opt_dec};
+use rust_decimal::Decimal;
+
+use super::{Db, Filter, StoredDecimal, limit_clause};
 use crate::engine::accounting::{LedgerAction, LedgerEntry, OrderSide};
 
 pub async fn insert_ledger<'e>(
@@ -29,15 +31,15 @@ pub async fn insert_ledger<'e>(
         .bind(&e.symbol)
         .bind(e.side.as_str())
         .bind(e.action.as_str())
-        .bind(e.quantity.to_string())
-        .bind(e.price.to_string())
-        .bind(e.notional.to_string())
-        .bind(e.fee.to_string())
-        .bind(e.realized_pnl.to_string())
-        .bind(e.cash_after.to_string())
+        .bind(StoredDecimal(e.quantity))
+        .bind(StoredDecimal(e.price))
+        .bind(StoredDecimal(e.notional))
+        .bind(StoredDecimal(e.fee))
+        .bind(StoredDecimal(e.realized_pnl))
+        .bind(StoredDecimal(e.cash_after))
         .bind(e.at_ms)
         .bind(fill_id)
-        .bind(e.entry_fee.to_string())
+        .bind(StoredDecimal(e.entry_fee))
         .execute(c)
         .await
         .map(|done| done.rows_affected())
@@ -58,7 +60,7 @@ pub async fn closes_of_order<'e>(
         .fetch_all(c)
         .await
     })?;
-    rows.into_iter().map(LedgerRow::into_entry).collect()
+    Ok(rows.into_iter().map(LedgerRow::into_entry).collect())
 }
 
 #[derive(Debug, Clone, FromRow)]
@@ -71,22 +73,30 @@ pub struct LedgerRow {
     pub symbol: String,
     pub side: String,
     pub action: String,
-    pub quantity: String,
-    pub price: String,
-    pub notional: String,
-    pub fee: String,
-    pub realized_pnl: String,
-    pub cash_after: String,
+    #[sqlx(try_from = "StoredDecimal")]
+    pub quantity: Decimal,
+    #[sqlx(try_from = "StoredDecimal")]
+    pub price: Decimal,
+    #[sqlx(try_from = "StoredDecimal")]
+    pub notional: Decimal,
+    #[sqlx(try_from = "StoredDecimal")]
+    pub fee: Decimal,
+    #[sqlx(try_from = "StoredDecimal")]
+    pub realized_pnl: Decimal,
+    #[sqlx(try_from = "StoredDecimal")]
+    pub cash_after: Decimal,
     pub created_at: i64,
-    pub entry_fee: Option<String>,
+    /// The entry fee share a close took (0 on opens, and on rows booked before it was kept).
+    #[sqlx(try_from = "StoredDecimal")]
+    pub entry_fee: Decimal,
 }
 
 const LEDGER_COLUMNS: &str = "id, user_id, order_id, position_id, broker, symbol, side, action, quantity, price, \
-                              notional, fee, realized_pnl, cash_after, created_at, entry_fee";
+                              notional, fee, realized_pnl, cash_after, created_at, COALESCE(entry_fee, 0) AS entry_fee";
 
 impl LedgerRow {
-    fn into_entry(self) -> sqlx::Result<LedgerEntry> {
-        Ok(LedgerEntry {
+    fn into_entry(self) -> LedgerEntry {
+        LedgerEntry {
             side: if self.side == "BUY" {
                 OrderSide::Buy
             } else {
@@ -97,19 +107,19 @@ impl LedgerRow {
             } else {
                 LedgerAction::Close
             },
-            quantity: dec(&self.quantity)?,
-            price: dec(&self.price)?,
-            notional: dec(&self.notional)?,
-            fee: dec(&self.fee)?,
-            realized_pnl: dec(&self.realized_pnl)?,
-            entry_fee: opt_dec(&self.entry_fee)?.unwrap_or_default(),
-            cash_after: dec(&self.cash_after)?,
+            quantity: self.quantity,
+            price: self.price,
+            notional: self.notional,
+            fee: self.fee,
+            realized_pnl: self.realized_pnl,
+            entry_fee: self.entry_fee,
+            cash_after: self.cash_after,
             at_ms: self.created_at,
             id: self.id,
             position_id: self.position_id,
             broker: self.broker,
             symbol: self.symbol,
-        })
+        }
     }
 }
 
@@ -142,4 +152,15 @@ pub async fn count(db: &Db, filter: &Filter) -> sqlx::Result<i64> {
             .fetch_one(c)
             .await
     })
+}
+
+/// The summed notional of every fill booked at or after `since`, across users.
+pub async fn notional_since<'e>(exec: impl Executes<'e>, since: i64) -> sqlx::Result<Decimal> {
+    let sum: StoredDecimal = on!(exec, |c| sqlx::query_scalar(
+        "SELECT COALESCE(SUM(notional), 0) FROM ledger WHERE created_at >= $1"
+    )
+    .bind(since)
+    .fetch_one(c)
+    .await)?;
+    Ok(sum.0)
 }

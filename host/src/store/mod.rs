@@ -4,7 +4,8 @@
 //! Each query is written once and compiled for both backends: [`on!`] runs its body with a
 //! `&mut SqliteConnection` or a `&mut PgConnection`, taken from the pool or from a transaction
 //! ([`Executes`]). The schema keeps to types both backends decode the same way: TEXT, 64-bit
-//! integers (timestamps are epoch milliseconds) and doubles. Queries use `$n` placeholders, which
+//! integers (timestamps are epoch milliseconds), doubles, and exact decimals
+//! ([`StoredDecimal`]). Queries use `$n` placeholders, which
 //! both backends accept; SQL that must differ branches on [`Backend`] in the module that needs it.
 
 /// A query assembled from a module's column-list constants (never from input).
@@ -45,6 +46,7 @@ pub mod audit;
 pub mod billing;
 pub mod bots;
 pub mod brokers;
+pub mod decimal;
 pub mod durability;
 pub mod flags;
 pub mod ledger;
@@ -75,10 +77,10 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use decimal::{OptionalStoredDecimal, StoredDecimal};
 use durability::GroupSync;
 
 use anyhow::{Context, Result, bail};
-use rust_decimal::Decimal;
 use sqlx::migrate::Migrator;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -419,21 +421,6 @@ fn ensure_sqlite_parent_dir(url: &str) -> Result<()> {
     Ok(())
 }
 
-/// A stored decimal (TEXT in the tables, `Decimal` everywhere else).
-pub(crate) fn dec(text: &str) -> sqlx::Result<Decimal> {
-    text.parse()
-        .map_err(|err| sqlx::Error::Decode(format!("stored decimal {text:?}: {err}").into()))
-}
-
-fn opt_dec(text: &Option<String>) -> sqlx::Result<Option<Decimal>> {
-    text.as_deref().map(dec).transpose()
-}
-
-/// The storage form of an optional decimal.
-fn opt_text(value: Option<Decimal>) -> Option<String> {
-    value.map(|d| d.to_string())
-}
-
 /// Which rows of a table of users' books a read takes (positions, trades, ledger rows); `None`
 /// is no condition, so an admin's read of every user leaves `user_id` out.
 #[derive(Debug, Clone, Default)]
@@ -603,7 +590,7 @@ mod migration_tests {
         }
         db.migrate().await.unwrap();
 
-        let statuses: Vec<(String, String, String)> =
+        let statuses: Vec<(String, String, StoredDecimal)> =
             sqlx::query_as("SELECT id, status, filled_quantity FROM orders ORDER BY id")
                 .fetch_all(sqlite)
                 .await
@@ -615,7 +602,11 @@ mod migration_tests {
                 ("o2", "new", "0"),
                 ("o3", "expired", "0")
             ]
-            .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+            .map(|(a, b, c)| (
+                a.to_string(),
+                b.to_string(),
+                StoredDecimal(c.parse().unwrap())
+            ))
         );
         for (_, status, _) in &statuses {
             assert!(OrderStatus::parse(status).is_some(), "{status}");
@@ -623,12 +614,8 @@ mod migration_tests {
         let fills = orders::fills_of(pool, "o1").await.unwrap();
         assert_eq!(fills.len(), 1);
         assert_eq!(
-            (
-                fills[0].quantity.as_str(),
-                fills[0].price.as_str(),
-                fills[0].fee.as_str()
-            ),
-            ("0.5", "60000", "30")
+            (fills[0].quantity, fills[0].price, fills[0].fee),
+            ("0.5".parse().unwrap(), 60000.into(), 30.into())
         );
         let fill_id: Option<String> =
             sqlx::query_scalar("SELECT fill_id FROM ledger WHERE id = 'l1'")

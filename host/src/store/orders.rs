@@ -3,7 +3,10 @@
 //! (order, venue trade id), so a fill the venue reports twice is booked once.
 
 use super::Executes;
+use rust_decimal::Decimal;
 use sqlx::FromRow;
+
+use super::{OptionalStoredDecimal, StoredDecimal};
 
 /// Statuses of orders that may still fill.
 pub const LIVE: &str = "('new', 'submitted', 'partially_filled', 'unknown')";
@@ -21,16 +24,22 @@ pub struct OrderRow {
     pub intent: String,
     /// market or limit.
     pub kind: String,
-    pub quantity: String,
-    pub limit_price: Option<String>,
-    pub filled_quantity: String,
+    #[sqlx(try_from = "StoredDecimal")]
+    pub quantity: Decimal,
+    #[sqlx(try_from = "OptionalStoredDecimal")]
+    pub limit_price: Option<Decimal>,
+    #[sqlx(try_from = "StoredDecimal")]
+    pub filled_quantity: Decimal,
     /// The position the order opens (named before it fills) or closes.
     pub position_id: Option<String>,
     /// The completed trade a closing order books (named before it fills).
     pub trade_id: Option<String>,
-    pub stop_loss: Option<String>,
-    pub take_profit: Option<String>,
-    pub trail_pct: Option<String>,
+    #[sqlx(try_from = "OptionalStoredDecimal")]
+    pub stop_loss: Option<Decimal>,
+    #[sqlx(try_from = "OptionalStoredDecimal")]
+    pub take_profit: Option<Decimal>,
+    #[sqlx(try_from = "OptionalStoredDecimal")]
+    pub trail_pct: Option<Decimal>,
     pub exit_reason: Option<String>,
     /// The strategy of an opening order.
     pub strategy: Option<String>,
@@ -71,14 +80,14 @@ pub async fn insert<'e>(exec: impl Executes<'e>, o: &OrderRow) -> sqlx::Result<b
         .bind(&o.side)
         .bind(&o.intent)
         .bind(&o.kind)
-        .bind(&o.quantity)
-        .bind(&o.limit_price)
-        .bind(&o.filled_quantity)
+        .bind(StoredDecimal(o.quantity))
+        .bind(o.limit_price.map(StoredDecimal))
+        .bind(StoredDecimal(o.filled_quantity))
         .bind(&o.position_id)
         .bind(&o.trade_id)
-        .bind(&o.stop_loss)
-        .bind(&o.take_profit)
-        .bind(&o.trail_pct)
+        .bind(o.stop_loss.map(StoredDecimal))
+        .bind(o.take_profit.map(StoredDecimal))
+        .bind(o.trail_pct.map(StoredDecimal))
         .bind(&o.exit_reason)
         .bind(o.attempt)
         .bind(&o.signal_id)
@@ -156,7 +165,7 @@ pub async fn users_with_due_work<'e>(
 pub struct OrderUpdate<'a> {
     pub status: &'a str,
     pub broker_order_id: Option<&'a str>,
-    pub filled_quantity: &'a str,
+    pub filled_quantity: Decimal,
     pub error: Option<&'a str>,
     pub next_check_at: Option<i64>,
     pub checks: i64,
@@ -176,7 +185,7 @@ pub async fn update<'e>(
         .bind(id)
         .bind(u.status)
         .bind(u.broker_order_id)
-        .bind(u.filled_quantity)
+        .bind(StoredDecimal(u.filled_quantity))
         .bind(u.error)
         .bind(u.next_check_at)
         .bind(u.checks)
@@ -217,7 +226,7 @@ pub async fn count_opens_since<'e>(
 ) -> sqlx::Result<i64> {
     on!(exec, |c| {
         sqlx::query_scalar(
-            "SELECT COUNT(*) FROM orders WHERE user_id = $1 AND intent <> 'close' AND filled_quantity <> '0' \
+            "SELECT COUNT(*) FROM orders WHERE user_id = $1 AND intent <> 'close' AND filled_quantity <> 0 \
              AND created_at >= $2",
         )
         .bind(user_id)
@@ -263,9 +272,12 @@ pub struct FillRow {
     pub order_id: String,
     pub user_id: String,
     pub venue_trade_id: String,
-    pub quantity: String,
-    pub price: String,
-    pub fee: String,
+    #[sqlx(try_from = "StoredDecimal")]
+    pub quantity: Decimal,
+    #[sqlx(try_from = "StoredDecimal")]
+    pub price: Decimal,
+    #[sqlx(try_from = "StoredDecimal")]
+    pub fee: Decimal,
     pub filled_at: i64,
     pub booked_at: i64,
 }
@@ -281,9 +293,9 @@ pub async fn insert_fill<'e>(exec: impl Executes<'e>, f: &FillRow) -> sqlx::Resu
         .bind(&f.order_id)
         .bind(&f.user_id)
         .bind(&f.venue_trade_id)
-        .bind(&f.quantity)
-        .bind(&f.price)
-        .bind(&f.fee)
+        .bind(StoredDecimal(f.quantity))
+        .bind(StoredDecimal(f.price))
+        .bind(StoredDecimal(f.fee))
         .bind(f.filled_at)
         .bind(f.booked_at)
         .execute(c)

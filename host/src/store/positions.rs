@@ -1,10 +1,10 @@
 //! Positions: what each account holds, opened and changed by fills, with the close the engine is
-//! working on. Decimals are TEXT in the table and `Decimal` everywhere else.
+//! working on. Decimals are stored as [`StoredDecimal`]s.
 
 use super::Executes;
 use sqlx::{Arguments, Database, FromRow};
 
-use super::{Db, Filter, Owned, dec, opt_dec, opt_text};
+use super::{Db, Filter, Owned, StoredDecimal};
 use crate::engine::accounting::{Closing, Position, Side};
 
 #[derive(FromRow)]
@@ -14,15 +14,15 @@ struct PositionRow {
     strategy: Option<String>,
     symbol: String,
     side: String,
-    quantity: String,
-    entry_price: String,
-    cost: Option<String>,
-    entry_fees: String,
-    stop_loss: Option<String>,
-    take_profit: Option<String>,
-    trail_pct: Option<String>,
-    extreme_price: String,
-    current_price: String,
+    quantity: StoredDecimal,
+    entry_price: StoredDecimal,
+    cost: Option<StoredDecimal>,
+    entry_fees: StoredDecimal,
+    stop_loss: Option<StoredDecimal>,
+    take_profit: Option<StoredDecimal>,
+    trail_pct: Option<StoredDecimal>,
+    extreme_price: StoredDecimal,
+    current_price: StoredDecimal,
     opened_at: i64,
     close_reason: Option<String>,
     close_attempts: i64,
@@ -32,8 +32,8 @@ struct PositionRow {
 
 impl PositionRow {
     fn into_position(self) -> sqlx::Result<Position> {
-        let quantity = dec(&self.quantity)?;
-        let entry_price = dec(&self.entry_price)?;
+        let quantity = self.quantity.0;
+        let entry_price = self.entry_price.0;
         Ok(Position {
             side: Side::parse(&self.side).ok_or_else(|| {
                 sqlx::Error::Decode(format!("position side {:?}", self.side).into())
@@ -41,16 +41,16 @@ impl PositionRow {
             quantity,
             entry_price,
             // Positions opened before costs were kept were opened in one fill.
-            cost: match &self.cost {
-                Some(cost) => dec(cost)?,
-                None => entry_price * quantity,
+            cost: match self.cost {
+                Some(cost) => cost.0,
+                None => (entry_price * quantity).round_dp(crate::engine::accounting::SCALE),
             },
-            entry_fees: dec(&self.entry_fees)?,
-            stop_loss: opt_dec(&self.stop_loss)?,
-            take_profit: opt_dec(&self.take_profit)?,
-            trail_pct: opt_dec(&self.trail_pct)?,
-            extreme_price: dec(&self.extreme_price)?,
-            current_price: dec(&self.current_price)?,
+            entry_fees: self.entry_fees.0,
+            stop_loss: StoredDecimal::opt(self.stop_loss),
+            take_profit: StoredDecimal::opt(self.take_profit),
+            trail_pct: StoredDecimal::opt(self.trail_pct),
+            extreme_price: self.extreme_price.0,
+            current_price: self.current_price.0,
             opened_at_ms: self.opened_at,
             closing: self.close_reason.map(|reason| Closing {
                 reason,
@@ -163,15 +163,15 @@ pub async fn insert_position<'e>(
         .bind(&p.strategy)
         .bind(&p.symbol)
         .bind(p.side.as_str())
-        .bind(p.quantity.to_string())
-        .bind(p.entry_price.to_string())
-        .bind(p.cost.to_string())
-        .bind(p.entry_fees.to_string())
-        .bind(opt_text(p.stop_loss))
-        .bind(opt_text(p.take_profit))
-        .bind(opt_text(p.trail_pct))
-        .bind(p.extreme_price.to_string())
-        .bind(p.current_price.to_string())
+        .bind(StoredDecimal(p.quantity))
+        .bind(StoredDecimal(p.entry_price))
+        .bind(StoredDecimal(p.cost))
+        .bind(StoredDecimal(p.entry_fees))
+        .bind(p.stop_loss.map(StoredDecimal))
+        .bind(p.take_profit.map(StoredDecimal))
+        .bind(p.trail_pct.map(StoredDecimal))
+        .bind(StoredDecimal(p.extreme_price))
+        .bind(StoredDecimal(p.current_price))
         .bind(p.opened_at_ms)
         .bind(closing.map(|c| c.reason.clone()))
         .bind(closing.map_or(0, |c| i64::from(c.attempts)))
@@ -200,12 +200,12 @@ pub async fn update_position<'e>(
              next_close_at = $12, close_error = $13, updated_at = $14 WHERE id = $1",
         )
         .bind(&p.id)
-        .bind(p.quantity.to_string())
-        .bind(p.entry_price.to_string())
-        .bind(p.cost.to_string())
-        .bind(p.entry_fees.to_string())
-        .bind(p.extreme_price.to_string())
-        .bind(p.current_price.to_string())
+        .bind(StoredDecimal(p.quantity))
+        .bind(StoredDecimal(p.entry_price))
+        .bind(StoredDecimal(p.cost))
+        .bind(StoredDecimal(p.entry_fees))
+        .bind(StoredDecimal(p.extreme_price))
+        .bind(StoredDecimal(p.current_price))
         .bind(if closed { "closed" } else { "open" })
         .bind(closed.then_some(now))
         .bind(closing.map(|c| c.reason.clone()))

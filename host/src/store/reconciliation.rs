@@ -2,7 +2,10 @@
 //! (`venue_baselines`), and the differences it could not explain (`discrepancies`).
 
 use super::Executes;
+use rust_decimal::Decimal;
 use sqlx::FromRow;
+
+use super::StoredDecimal;
 
 /// The venue's quantity of an asset (signed) not from tradehost's positions, if recorded. The
 /// `symbol` column holds the asset (`BTC`): spot venues hold assets, not pairs.
@@ -11,15 +14,18 @@ pub async fn baseline<'e>(
     user_id: &str,
     broker: &str,
     symbol: &str,
-) -> sqlx::Result<Option<String>> {
-    on!(exec, |c| sqlx::query_scalar(
-        "SELECT quantity FROM venue_baselines WHERE user_id = $1 AND broker = $2 AND symbol = $3",
-    )
-    .bind(user_id)
-    .bind(broker)
-    .bind(symbol)
-    .fetch_optional(c)
-    .await)
+) -> sqlx::Result<Option<Decimal>> {
+    let quantity: Option<StoredDecimal> = on!(exec, |c| {
+        sqlx::query_scalar(
+            "SELECT quantity FROM venue_baselines WHERE user_id = $1 AND broker = $2 AND symbol = $3",
+        )
+        .bind(user_id)
+        .bind(broker)
+        .bind(symbol)
+        .fetch_optional(c)
+        .await
+    })?;
+    Ok(StoredDecimal::opt(quantity))
 }
 
 pub async fn set_baseline<'e>(
@@ -27,7 +33,7 @@ pub async fn set_baseline<'e>(
     user_id: &str,
     broker: &str,
     symbol: &str,
-    quantity: &str,
+    quantity: Decimal,
     now: i64,
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
@@ -38,7 +44,7 @@ pub async fn set_baseline<'e>(
         .bind(user_id)
         .bind(broker)
         .bind(symbol)
-        .bind(quantity)
+        .bind(StoredDecimal(quantity))
         .bind(now)
         .execute(c)
         .await

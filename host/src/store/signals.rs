@@ -2,7 +2,10 @@
 //! next scan, with its outcome kept for the sender to read by `trade_id` (the row's id).
 
 use super::Executes;
+use rust_decimal::Decimal;
 use sqlx::FromRow;
+
+use super::{OptionalStoredDecimal, StoredDecimal};
 
 #[derive(Debug, Clone, PartialEq, FromRow)]
 pub struct SignalRow {
@@ -11,7 +14,8 @@ pub struct SignalRow {
     pub symbol: String,
     /// buy, sell or close.
     pub action: String,
-    pub size_usd: Option<String>,
+    #[sqlx(try_from = "OptionalStoredDecimal")]
+    pub size_usd: Option<Decimal>,
     pub strategy: Option<String>,
     /// received, ordered, traded, refused, expired.
     pub status: String,
@@ -19,8 +23,9 @@ pub struct SignalRow {
     pub order_id: Option<String>,
     pub received_at: i64,
     pub processed_at: Option<i64>,
-    /// A limit entry's price (decimal text); `None`: market.
-    pub limit_price: Option<String>,
+    /// A limit entry's price; `None`: market.
+    #[sqlx(try_from = "OptionalStoredDecimal")]
+    pub limit_price: Option<Decimal>,
 }
 
 const COLUMNS: &str = "id, user_id, symbol, action, size_usd, strategy, status, outcome, order_id, received_at, processed_at, limit_price";
@@ -33,14 +38,14 @@ pub async fn insert<'e>(exec: impl Executes<'e>, s: &SignalRow) -> sqlx::Result<
     .bind(&s.user_id)
     .bind(&s.symbol)
     .bind(&s.action)
-    .bind(&s.size_usd)
+    .bind(s.size_usd.map(StoredDecimal))
     .bind(&s.strategy)
     .bind(&s.status)
     .bind(&s.outcome)
     .bind(&s.order_id)
     .bind(s.received_at)
     .bind(s.processed_at)
-    .bind(&s.limit_price)
+    .bind(s.limit_price.map(StoredDecimal))
     .execute(c)
     .await
     .map(|done| done.rows_affected()))?;

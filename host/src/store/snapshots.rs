@@ -3,7 +3,7 @@
 use super::Executes;
 use rust_decimal::Decimal;
 
-use super::dec;
+use super::StoredDecimal;
 
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -22,9 +22,9 @@ pub async fn insert_snapshot<'e>(exec: impl Executes<'e>, s: &Snapshot) -> sqlx:
         )
         .bind(&s.user_id)
         .bind(s.at)
-        .bind(s.equity.to_string())
-        .bind(s.cash.to_string())
-        .bind(s.unrealized_pnl.to_string())
+        .bind(StoredDecimal(s.equity))
+        .bind(StoredDecimal(s.cash))
+        .bind(StoredDecimal(s.unrealized_pnl))
         .execute(c)
         .await
         .map(|done| done.rows_affected())
@@ -40,7 +40,7 @@ pub async fn equity_since<'e>(
     since: i64,
     bucket_ms: Option<i64>,
 ) -> sqlx::Result<Vec<(i64, Decimal)>> {
-    let rows: Vec<(i64, String)> = match bucket_ms {
+    let rows: Vec<(i64, StoredDecimal)> = match bucket_ms {
         None => on!(exec, |c| {
             sqlx::query_as("SELECT at, equity FROM equity_snapshots WHERE user_id = $1 AND at >= $2 ORDER BY at")
                 .bind(user_id)
@@ -60,9 +60,10 @@ pub async fn equity_since<'e>(
                 .await
         })?,
     };
-    rows.into_iter()
-        .map(|(at, equity)| Ok((at, dec(&equity)?)))
-        .collect()
+    Ok(rows
+        .into_iter()
+        .map(|(at, equity)| (at, equity.0))
+        .collect())
 }
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use sqlx::FromRow;
 
 use super::{Db, now_ms};
-use super::{dec, flags, trades};
+use super::{StoredDecimal, flags, trades};
 use crate::engine::accounting::CompletedTrade;
 use crate::engine::totals::{AccountTotals, DayTotals, Tally, utc_day};
 
@@ -25,13 +25,13 @@ struct TotalsRow {
     trades: i64,
     winners: i64,
     losers: i64,
-    net_pnl: String,
-    profit: String,
-    loss: String,
-    fees: String,
-    volume: String,
-    best_trade: Option<String>,
-    worst_trade: Option<String>,
+    net_pnl: StoredDecimal,
+    profit: StoredDecimal,
+    loss: StoredDecimal,
+    fees: StoredDecimal,
+    volume: StoredDecimal,
+    best_trade: Option<StoredDecimal>,
+    worst_trade: Option<StoredDecimal>,
     streak: i64,
     streak_started_at: Option<i64>,
     longest_win_streak: i64,
@@ -43,18 +43,17 @@ struct TotalsRow {
 
 impl TotalsRow {
     fn into_totals(self) -> sqlx::Result<AccountTotals> {
-        let opt = |text: Option<String>| text.as_deref().map(dec).transpose();
         Ok(AccountTotals {
             trades: self.trades.max(0) as u64,
             winners: self.winners.max(0) as u64,
             losers: self.losers.max(0) as u64,
-            net_pnl: dec(&self.net_pnl)?,
-            profit: dec(&self.profit)?,
-            loss: dec(&self.loss)?,
-            fees: dec(&self.fees)?,
-            volume: dec(&self.volume)?,
-            best_trade: opt(self.best_trade)?,
-            worst_trade: opt(self.worst_trade)?,
+            net_pnl: self.net_pnl.0,
+            profit: self.profit.0,
+            loss: self.loss.0,
+            fees: self.fees.0,
+            volume: self.volume.0,
+            best_trade: StoredDecimal::opt(self.best_trade),
+            worst_trade: StoredDecimal::opt(self.worst_trade),
             streak: self.streak,
             streak_started_at: self.streak_started_at,
             longest_win_streak: self.longest_win_streak.max(0) as u64,
@@ -93,7 +92,7 @@ async fn put(
     conn: &mut Conn,
     user_id: &str,
     t: &AccountTotals,
-    on_conflict: &'static str,
+    on_conflict: &str,
 ) -> sqlx::Result<()> {
     on!(conn, |c| {
         sqlx::query(sql!(
@@ -105,13 +104,13 @@ async fn put(
         .bind(t.trades as i64)
         .bind(t.winners as i64)
         .bind(t.losers as i64)
-        .bind(t.net_pnl.to_string())
-        .bind(t.profit.to_string())
-        .bind(t.loss.to_string())
-        .bind(t.fees.to_string())
-        .bind(t.volume.to_string())
-        .bind(t.best_trade.map(|d| d.to_string()))
-        .bind(t.worst_trade.map(|d| d.to_string()))
+        .bind(StoredDecimal(t.net_pnl))
+        .bind(StoredDecimal(t.profit))
+        .bind(StoredDecimal(t.loss))
+        .bind(StoredDecimal(t.fees))
+        .bind(StoredDecimal(t.volume))
+        .bind(t.best_trade.map(StoredDecimal))
+        .bind(t.worst_trade.map(StoredDecimal))
         .bind(t.streak)
         .bind(t.streak_started_at)
         .bind(t.longest_win_streak as i64)
@@ -128,51 +127,63 @@ async fn put(
 }
 
 /// Adds a completed trade to its account's totals and to its day's, inside the transaction that
-/// books it.
+/// books it: each row is merged with the totals of this one trade in a single upsert, relative to
+/// whatever the row holds when the statement runs (no read first, so concurrent bookings of one
+/// account add up on PostgreSQL too; the upsert locks the row until the transaction ends).
 pub async fn add_trade(conn: &mut Conn, user_id: &str, trade: &CompletedTrade) -> sqlx::Result<()> {
-    let lock = row_lock(conn);
-    let row: Option<TotalsRow> = on!(&mut *conn, |c| sqlx::query_as(sql!(
-        "SELECT {COLUMNS} FROM account_totals WHERE user_id = $1{lock}"
-    ))
-    .bind(user_id)
-    .fetch_optional(c)
-    .await)?;
-    let mut totals = row.map_or(Ok(AccountTotals::default()), TotalsRow::into_totals)?;
-    totals.add(trade);
-    put(conn, user_id, &totals, UPDATE_ALL).await?;
-
-    let (day, symbol) = (utc_day(trade.closed_at_ms), trade.symbol.as_str());
-    let row: Option<DayRow> = on!(&mut *conn, |c| sqlx::query_as(sql!(
-        "SELECT {DAY_COLUMNS} FROM account_day_totals \
-         WHERE user_id = $1 AND day = $2 AND symbol = $3{lock}"
-    ))
-    .bind(user_id)
-    .bind(day)
-    .bind(symbol)
-    .fetch_optional(c)
-    .await)?;
-    let mut totals = match row {
-        Some(row) => row.into_day()?,
-        None => DayTotals {
-            day,
-            symbol: symbol.to_string(),
-            tally: Tally::default(),
-        },
+    let mut one = AccountTotals::default();
+    one.add(trade);
+    put(conn, user_id, &one, &MERGE).await?;
+    let mut tally = Tally::default();
+    tally.add(trade);
+    let day = DayTotals {
+        day: utc_day(trade.closed_at_ms),
+        symbol: trade.symbol.clone(),
+        tally,
     };
-    totals.tally.add(trade);
-    put_day(conn, user_id, &totals, DAY_UPDATE_ALL).await
+    put_day(conn, user_id, &day, DAY_MERGE).await
 }
 
-/// On PostgreSQL a totals row is locked while it is read, so two transactions booking trades of
-/// one account add up instead of overwriting each other (SQLite's writer is one at a time
-/// already).
-fn row_lock(conn: &Conn) -> &'static str {
-    if conn.backend() == super::Backend::Postgres {
-        " FOR UPDATE"
-    } else {
-        ""
-    }
-}
+/// Whether the new trade (`excluded`, whose streak is +1, −1 or 0) continues the row's run: then
+/// the run grows, otherwise the trade starts one of its own (a flat trade ends it).
+const SAME_DIRECTION: &str = "((excluded.streak > 0 AND account_totals.streak > 0) \
+     OR (excluded.streak < 0 AND account_totals.streak < 0))";
+
+/// An existing row merged with `excluded`, the totals of one trade (`AccountTotals::add` says
+/// what one trade contributes).
+static MERGE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let streak = format!(
+        "(CASE WHEN excluded.streak = 0 THEN 0 WHEN {SAME_DIRECTION} \
+         THEN account_totals.streak + excluded.streak ELSE excluded.streak END)"
+    );
+    format!(
+        "DO UPDATE SET trades = account_totals.trades + excluded.trades, \
+         winners = account_totals.winners + excluded.winners, \
+         losers = account_totals.losers + excluded.losers, \
+         net_pnl = account_totals.net_pnl + excluded.net_pnl, \
+         profit = account_totals.profit + excluded.profit, \
+         loss = account_totals.loss + excluded.loss, \
+         fees = account_totals.fees + excluded.fees, \
+         volume = account_totals.volume + excluded.volume, \
+         best_trade = CASE WHEN account_totals.best_trade IS NULL \
+             OR excluded.best_trade > account_totals.best_trade \
+             THEN excluded.best_trade ELSE account_totals.best_trade END, \
+         worst_trade = CASE WHEN account_totals.worst_trade IS NULL \
+             OR excluded.worst_trade < account_totals.worst_trade \
+             THEN excluded.worst_trade ELSE account_totals.worst_trade END, \
+         streak = {streak}, \
+         streak_started_at = CASE WHEN excluded.streak = 0 THEN NULL WHEN {SAME_DIRECTION} \
+             THEN account_totals.streak_started_at ELSE excluded.streak_started_at END, \
+         longest_win_streak = CASE WHEN {streak} > account_totals.longest_win_streak \
+             THEN {streak} ELSE account_totals.longest_win_streak END, \
+         longest_loss_streak = CASE WHEN -{streak} > account_totals.longest_loss_streak \
+             THEN -{streak} ELSE account_totals.longest_loss_streak END, \
+         hold_ms = account_totals.hold_ms + excluded.hold_ms, \
+         first_closed_at = COALESCE(account_totals.first_closed_at, excluded.first_closed_at), \
+         last_closed_at = excluded.last_closed_at, \
+         updated_at = excluded.updated_at"
+    )
+});
 
 const DAY_COLUMNS: &str = "day, symbol, trades, winners, losers, net_pnl, size_usd";
 
@@ -183,8 +194,8 @@ struct DayRow {
     trades: i64,
     winners: i64,
     losers: i64,
-    net_pnl: String,
-    size_usd: String,
+    net_pnl: StoredDecimal,
+    size_usd: StoredDecimal,
 }
 
 impl DayRow {
@@ -196,8 +207,8 @@ impl DayRow {
                 trades: self.trades.max(0) as u64,
                 winners: self.winners.max(0) as u64,
                 losers: self.losers.max(0) as u64,
-                net_pnl: dec(&self.net_pnl)?,
-                size_usd: dec(&self.size_usd)?,
+                net_pnl: self.net_pnl.0,
+                size_usd: self.size_usd.0,
             },
         })
     }
@@ -220,8 +231,11 @@ pub async fn days_since<'e>(
     rows.into_iter().map(DayRow::into_day).collect()
 }
 
-const DAY_UPDATE_ALL: &str = "DO UPDATE SET trades = $4, winners = $5, losers = $6, net_pnl = $7, \
-     size_usd = $8";
+const DAY_MERGE: &str = "DO UPDATE SET trades = account_day_totals.trades + excluded.trades, \
+     winners = account_day_totals.winners + excluded.winners, \
+     losers = account_day_totals.losers + excluded.losers, \
+     net_pnl = account_day_totals.net_pnl + excluded.net_pnl, \
+     size_usd = account_day_totals.size_usd + excluded.size_usd";
 
 async fn put_day(
     conn: &mut Conn,
@@ -240,18 +254,13 @@ async fn put_day(
     .bind(d.tally.trades as i64)
     .bind(d.tally.winners as i64)
     .bind(d.tally.losers as i64)
-    .bind(d.tally.net_pnl.to_string())
-    .bind(d.tally.size_usd.to_string())
+    .bind(StoredDecimal(d.tally.net_pnl))
+    .bind(StoredDecimal(d.tally.size_usd))
     .execute(c)
     .await
     .map(|done| done.rows_affected()))?;
     Ok(())
 }
-
-const UPDATE_ALL: &str = "DO UPDATE SET trades = $2, winners = $3, losers = $4, net_pnl = $5, \
-     profit = $6, loss = $7, fees = $8, volume = $9, best_trade = $10, worst_trade = $11, \
-     streak = $12, streak_started_at = $13, longest_win_streak = $14, longest_loss_streak = $15, \
-     hold_ms = $16, first_closed_at = $17, last_closed_at = $18, updated_at = $19";
 
 /// Computes the totals of trades booked before these tables existed (or before a migration that
 /// cleared them), once: the first start after the upgrade reads each account's history a last
@@ -286,4 +295,90 @@ pub async fn backfill(db: &Db) -> sqlx::Result<()> {
         tx.commit().await?;
     }
     flags::set_flag(&db.pool, BACKFILLED_FLAG, "1", "migration", now_ms()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::accounting::Side;
+    use crate::store::testing::{sqlite, user};
+    use rust_decimal::Decimal;
+
+    fn trade(id: usize, net: &str, symbol: &str, closed_at: i64) -> CompletedTrade {
+        CompletedTrade {
+            id: format!("t{id}"),
+            position_id: format!("p{id}"),
+            broker: "paper".into(),
+            strategy: "s".into(),
+            symbol: symbol.into(),
+            side: Side::Long,
+            quantity: "0.5".parse().unwrap(),
+            entry_price: "100".parse().unwrap(),
+            exit_price: "110.123".parse().unwrap(),
+            size_usd: "50".parse().unwrap(),
+            gross_pnl: net.parse().unwrap(),
+            fees: "0.1".parse().unwrap(),
+            entry_fee: "0.05".parse().unwrap(),
+            net_pnl: net.parse().unwrap(),
+            pnl_pct: Decimal::ZERO,
+            exit_reason: "signal".into(),
+            opened_at_ms: closed_at - 1_000,
+            closed_at_ms: closed_at,
+            duration_minutes: 0,
+        }
+    }
+
+    /// The upsert that merges a trade into its rows gives, after every trade, what adding the
+    /// trades one by one in Rust gives: runs that grow, turn, end on a flat trade and start
+    /// again; best and worst; the day rows per symbol.
+    #[tokio::test]
+    async fn merged_rows_equal_the_trades_added_up() {
+        let (db, _dir) = sqlite().await;
+        user(&db.pool, "u1").await;
+        let nets = [
+            "1",
+            "2.5",
+            "0",
+            "-1",
+            "-2",
+            "-3.75",
+            "5",
+            "0",
+            "0",
+            "1",
+            "-0.00000001",
+            "7",
+        ];
+        let mut expected = AccountTotals::default();
+        let mut days: BTreeMap<(i64, String), Tally> = BTreeMap::new();
+        for (i, net) in nets.iter().enumerate() {
+            let symbol = ["BTC-USD", "ETH-USD"][i % 2];
+            // Two trades a day, so day rows are merged as well as created.
+            let trade = trade(
+                i,
+                net,
+                symbol,
+                (i as i64 / 2) * 86_400_000 + 1_000 + i as i64,
+            );
+            let mut tx = db.begin().await.unwrap();
+            trades::insert_trade(&mut tx, "u1", &trade).await.unwrap();
+            tx.commit().await.unwrap();
+            expected.add(&trade);
+            days.entry((utc_day(trade.closed_at_ms), symbol.to_string()))
+                .or_default()
+                .add(&trade);
+            assert_eq!(get(&db.pool, "u1").await.unwrap(), expected, "after {net}");
+        }
+        assert_eq!(
+            (expected.longest_win_streak, expected.longest_loss_streak),
+            (2, 3)
+        );
+        let stored: Vec<((i64, String), Tally)> = days_since(&db.pool, "u1", 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|d| ((d.day, d.symbol), d.tally))
+            .collect();
+        assert_eq!(stored, days.into_iter().collect::<Vec<_>>());
+    }
 }

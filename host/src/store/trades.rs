@@ -3,7 +3,7 @@
 
 use sqlx::{Database, FromRow};
 
-use super::{Conn, Db, Executes, Filter, Owned, dec, limit_clause};
+use super::{Conn, Db, Executes, Filter, Owned, StoredDecimal, limit_clause};
 use crate::engine::accounting::{CompletedTrade, Side};
 
 /// Books a completed trade and adds it to its account's running totals, in the caller's
@@ -21,19 +21,19 @@ pub async fn insert_trade(conn: &mut Conn, user_id: &str, t: &CompletedTrade) ->
         .bind(&t.broker)
         .bind(&t.symbol)
         .bind(t.side.as_str())
-        .bind(t.quantity.to_string())
-        .bind(t.entry_price.to_string())
-        .bind(t.exit_price.to_string())
-        .bind(t.size_usd.to_string())
-        .bind(t.gross_pnl.to_string())
-        .bind(t.fees.to_string())
-        .bind(t.net_pnl.to_string())
-        .bind(t.pnl_pct.to_string())
+        .bind(StoredDecimal(t.quantity))
+        .bind(StoredDecimal(t.entry_price))
+        .bind(StoredDecimal(t.exit_price))
+        .bind(StoredDecimal(t.size_usd))
+        .bind(StoredDecimal(t.gross_pnl))
+        .bind(StoredDecimal(t.fees))
+        .bind(StoredDecimal(t.net_pnl))
+        .bind(StoredDecimal(t.pnl_pct))
         .bind(&t.exit_reason)
         .bind(t.opened_at_ms)
         .bind(t.closed_at_ms)
         .bind(t.duration_minutes)
-        .bind(t.entry_fee.to_string())
+        .bind(StoredDecimal(t.entry_fee))
         .bind(&t.strategy)
         .execute(c)
         .await
@@ -49,19 +49,19 @@ struct TradeRow {
     broker: String,
     symbol: String,
     side: String,
-    quantity: String,
-    entry_price: String,
-    exit_price: String,
-    size_usd: String,
-    gross_pnl: String,
-    fees: String,
-    net_pnl: String,
-    pnl_pct: String,
+    quantity: StoredDecimal,
+    entry_price: StoredDecimal,
+    exit_price: StoredDecimal,
+    size_usd: StoredDecimal,
+    gross_pnl: StoredDecimal,
+    fees: StoredDecimal,
+    net_pnl: StoredDecimal,
+    pnl_pct: StoredDecimal,
     exit_reason: String,
     opened_at: i64,
     closed_at: i64,
     duration_minutes: i64,
-    entry_fee: Option<String>,
+    entry_fee: Option<StoredDecimal>,
     strategy: Option<String>,
 }
 
@@ -69,16 +69,16 @@ impl TradeRow {
     fn into_trade(self) -> sqlx::Result<CompletedTrade> {
         Ok(CompletedTrade {
             side: Side::parse(&self.side).unwrap_or(Side::Long),
-            quantity: dec(&self.quantity)?,
-            entry_price: dec(&self.entry_price)?,
-            exit_price: dec(&self.exit_price)?,
-            size_usd: dec(&self.size_usd)?,
-            gross_pnl: dec(&self.gross_pnl)?,
-            fees: dec(&self.fees)?,
+            quantity: self.quantity.0,
+            entry_price: self.entry_price.0,
+            exit_price: self.exit_price.0,
+            size_usd: self.size_usd.0,
+            gross_pnl: self.gross_pnl.0,
+            fees: self.fees.0,
             // Trades booked before the split was recorded count their whole fee as entry fee.
-            entry_fee: dec(self.entry_fee.as_deref().unwrap_or(&self.fees))?,
-            net_pnl: dec(&self.net_pnl)?,
-            pnl_pct: dec(&self.pnl_pct)?,
+            entry_fee: self.entry_fee.unwrap_or(self.fees).0,
+            net_pnl: self.net_pnl.0,
+            pnl_pct: self.pnl_pct.0,
             opened_at_ms: self.opened_at,
             closed_at_ms: self.closed_at,
             duration_minutes: self.duration_minutes,

@@ -3,7 +3,9 @@
 use super::Executes;
 use sqlx::FromRow;
 
-use super::{Db, now_ms};
+use rust_decimal::Decimal;
+
+use super::{Db, OptionalStoredDecimal, now_ms};
 
 #[derive(Debug, Clone, PartialEq, Eq, FromRow)]
 pub struct UserRow {
@@ -166,8 +168,11 @@ pub struct UserSummaryRow {
     pub created_at: i64,
     pub last_active_at: Option<i64>,
     pub total_trades: i64,
-    pub realized_pnl: Option<String>,
-    pub fees_paid: Option<String>,
+    /// The trading account's realized P&L and fees paid (none without an account).
+    #[sqlx(try_from = "OptionalStoredDecimal")]
+    pub realized_pnl: Option<Decimal>,
+    #[sqlx(try_from = "OptionalStoredDecimal")]
+    pub fees_paid: Option<Decimal>,
 }
 
 const USER_FILTER: &str = "($1 IS NULL OR u.email_lower LIKE $1 OR u.id = $2) \
@@ -285,4 +290,23 @@ pub async fn set_status<'e>(
     .await
     .map(|done| done.rows_affected()))?;
     Ok(())
+}
+
+/// How many users each subscription tier has.
+pub async fn count_by_tier<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<(String, i64)>> {
+    on!(exec, |c| sqlx::query_as(
+        "SELECT subscription_tier, COUNT(*) FROM users GROUP BY subscription_tier"
+    )
+    .fetch_all(c)
+    .await)
+}
+
+/// Users active at or after `since`.
+pub async fn count_active_since<'e>(exec: impl Executes<'e>, since: i64) -> sqlx::Result<i64> {
+    on!(exec, |c| sqlx::query_scalar(
+        "SELECT COUNT(*) FROM users WHERE last_active_at >= $1"
+    )
+    .bind(since)
+    .fetch_one(c)
+    .await)
 }

@@ -180,7 +180,8 @@ pub struct Account {
 impl Account {
     fn apply(&mut self, fill: &Fill) {
         let quote = fill.symbol.split_once('-').map_or("USD", |(_, q)| q);
-        let notional = fill.quantity * fill.price;
+        // Cash settles to SCALE places, half to even, as the books do.
+        let notional = (fill.quantity * fill.price).round_dp(SCALE);
         let cash = self.cash.entry(quote.to_string()).or_default();
         *cash += if fill.buy { -notional } else { notional } - fill.fee;
         let holding = self.holdings.entry(fill.symbol.clone()).or_default();
