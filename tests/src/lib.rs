@@ -155,24 +155,20 @@ impl TestDatabase {
         if self.postgres.is_some() {
             let pool = sqlx::PgPool::connect(&self.url).await?;
             POSTGRES_MIGRATIONS.run_to(version, &pool).await?;
-            for sql in statements {
-                sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
-                    .execute(&pool)
-                    .await
-                    .with_context(|| sql.clone())?;
-            }
             pool.close().await;
         } else {
             let pool = sqlx::SqlitePool::connect(&self.url).await?;
             SQLITE_MIGRATIONS.run_to(version, &pool).await?;
-            for sql in statements {
-                sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
-                    .execute(&pool)
-                    .await
-                    .with_context(|| sql.clone())?;
-            }
             pool.close().await;
         }
+        let pool = admin_pool(&self.url).await?;
+        for sql in statements {
+            sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+                .execute(&pool)
+                .await
+                .with_context(|| sql.clone())?;
+        }
+        pool.close().await;
         Ok(())
     }
 }

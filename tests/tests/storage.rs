@@ -509,6 +509,45 @@ async fn period_figures_follow_the_day_totals_of_moved_trades() {
         .await;
     assert_eq!(m["longest_winning_streak"], longest.0);
     assert_eq!(m["longest_losing_streak"], longest.1);
+
+    // This month's report counts the trades closed in it (from the day totals).
+    let today = chrono::Utc::now();
+    let this_month = today.format("%Y-%m").to_string();
+    let in_month: Vec<_> = trades
+        .iter()
+        .filter(|t| {
+            chrono::DateTime::from_timestamp_millis(t.0)
+                .unwrap()
+                .format("%Y-%m")
+                .to_string()
+                == this_month
+        })
+        .collect();
+    let report = server
+        .get(
+            &format!(
+                "/api/v1/dashboard/monthly-report/{}/{}",
+                chrono::Datelike::year(&today),
+                chrono::Datelike::month(&today)
+            ),
+            Some(&token),
+        )
+        .await;
+    let report = report.data();
+    assert_eq!(report["total_trades"], in_month.len(), "{report}");
+    assert_eq!(
+        report["winning_trades"],
+        in_month.iter().filter(|t| t.1 > Decimal::ZERO).count()
+    );
+    assert_eq!(
+        report["losing_trades"],
+        in_month.iter().filter(|t| t.1 < Decimal::ZERO).count()
+    );
+    // Net profit is shown to cents.
+    let net: Decimal = in_month.iter().map(|t| t.1).sum();
+    let net = rust_decimal::prelude::ToPrimitive::to_f64(&net).unwrap();
+    let shown = report["net_profit"].as_f64().unwrap();
+    assert!((shown - net).abs() <= 0.005 + 1e-9, "{shown} against {net}");
 }
 
 /// A database an earlier release wrote, with money as decimal text, is carried to exact stored
@@ -586,7 +625,7 @@ async fn the_decimal_migration_carries_every_amount_exactly() {
         format!(
             "INSERT INTO payments (id, user_id, subscription_id, kind, amount, currency, provider, provider_reference, \
              description, created_at, status) \
-             VALUES ('pay1', 'u1', 'sub1', 'charge', '49', 'USD', 'test', 'ref', 'Pro', {now}, 'settled')"
+             VALUES ('pay1', 'u1', 'sub1', 'charge', '92233720368.54775807', 'USD', 'test', 'ref', 'Pro', {now}, 'settled')"
         ),
         format!(
             "INSERT INTO account_totals (user_id, trades, winners, losers, net_pnl, profit, loss, fees, volume, best_trade, \
@@ -670,11 +709,10 @@ async fn the_decimal_migration_carries_every_amount_exactly() {
             "id = 'sub1'",
             Some("49.00000000"),
         ),
-        ("payments", "amount", "id = 'pay1'", Some("49.00000000")),
         (
-            "account_totals",
-            "volume",
-            "user_id = 'u1'",
+            "payments",
+            "amount",
+            "id = 'pay1'",
             Some("92233720368.54775807"),
         ),
         (

@@ -527,9 +527,9 @@ pub async fn stats(app: &App, user: &Principal) -> ApiResult<Stats> {
     let user_row = &user.user;
     let (equity, initial) = equity_series(app, &user.user_id, 0).await?;
     let months: BTreeMap<_, f64> =
-        totals::monthly_net(&store_totals::days_since(&app.db.pool, &user.user_id, 0).await?)
+        totals::monthly(&store_totals::days_since(&app.db.pool, &user.user_id, 0).await?)
             .into_iter()
-            .map(|(month, net)| (month, float(net)))
+            .map(|(month, tally)| (month, float(tally.net_pnl)))
             .collect();
     let now = now_ms();
     let cell = app.engine.cell(&user.user_id);

@@ -43,15 +43,6 @@ pub struct AccountTotals {
 }
 
 impl AccountTotals {
-    /// The totals of a group of completed trades (a month's, a strategy's), in close order.
-    pub fn of(trades: &[CompletedTrade]) -> Self {
-        let mut totals = Self::default();
-        for trade in trades {
-            totals.add(trade);
-        }
-        totals
-    }
-
     /// Counts one more completed trade (trades are added in the order they close).
     pub fn add(&mut self, trade: &CompletedTrade) {
         let net = trade.net_pnl;
@@ -119,7 +110,7 @@ impl AccountTotals {
 
     /// Winners in percent of completed trades, to hundredths (0 without trades).
     pub fn win_rate_pct(&self) -> f64 {
-        (self.win_rate() * 10_000.0).round() / 100.0
+        win_rate_pct(self.winners, self.trades)
     }
 
     /// Winners as a fraction of completed trades (0 without trades).
@@ -172,6 +163,10 @@ fn win_rate(winners: u64, trades: u64) -> f64 {
     }
 }
 
+fn win_rate_pct(winners: u64, trades: u64) -> f64 {
+    (win_rate(winners, trades) * 10_000.0).round() / 100.0
+}
+
 /// Days since 1970-01-01 of a UTC time in milliseconds.
 pub fn utc_day(at_ms: i64) -> i64 {
     at_ms.div_euclid(DAY_MS)
@@ -212,6 +207,11 @@ impl Tally {
         win_rate(self.winners, self.trades)
     }
 
+    /// Winners in percent of the trades, to hundredths (0 without trades).
+    pub fn win_rate_pct(&self) -> f64 {
+        win_rate_pct(self.winners, self.trades)
+    }
+
     /// Several groups taken together.
     pub fn sum<'a>(tallies: impl IntoIterator<Item = &'a Tally>) -> Tally {
         let mut all = Tally::default();
@@ -222,14 +222,15 @@ impl Tally {
     }
 }
 
-/// Net pnl per UTC month, keyed by the month's first day, of per-day totals.
-pub fn monthly_net(days: &[DayTotals]) -> BTreeMap<NaiveDate, Decimal> {
-    let mut months: BTreeMap<NaiveDate, Decimal> = BTreeMap::new();
+/// Per-day totals summed per UTC month (a UTC day lies in one month), keyed by the month's
+/// first day.
+pub fn monthly(days: &[DayTotals]) -> BTreeMap<NaiveDate, Tally> {
+    let mut months: BTreeMap<NaiveDate, Tally> = BTreeMap::new();
     for d in days {
         let first = DateTime::from_timestamp_millis(d.day * DAY_MS)
             .and_then(|at| at.date_naive().with_day(1));
         if let Some(first) = first {
-            *months.entry(first).or_default() += d.tally.net_pnl;
+            months.entry(first).or_default().merge(&d.tally);
         }
     }
     months
@@ -241,6 +242,8 @@ pub struct DayTotals {
     /// Days since 1970-01-01 (UTC) of the trades' close.
     pub day: i64,
     pub symbol: String,
+    /// The strategy that opened the trades.
+    pub strategy: String,
     pub tally: Tally,
 }
 
@@ -255,39 +258,41 @@ fn max_of(
     }
 }
 
+/// A completed BTC-USD trade of `net` profit closed at `closed_at`, for tests.
+#[cfg(test)]
+pub(crate) fn sample_trade(net: &str, closed_at: i64) -> CompletedTrade {
+    use crate::engine::accounting::Side;
+    CompletedTrade {
+        id: format!("t{closed_at}"),
+        position_id: "p".into(),
+        broker: "paper".into(),
+        strategy: "s".into(),
+        symbol: "BTC-USD".into(),
+        side: Side::Long,
+        quantity: "0.5".parse().unwrap(),
+        entry_price: "100".parse().unwrap(),
+        exit_price: "110".parse().unwrap(),
+        size_usd: "50".parse().unwrap(),
+        gross_pnl: net.parse().unwrap(),
+        fees: "0.1".parse().unwrap(),
+        entry_fee: "0.05".parse().unwrap(),
+        net_pnl: net.parse().unwrap(),
+        pnl_pct: Decimal::ZERO,
+        exit_reason: "signal".into(),
+        opened_at_ms: 0,
+        closed_at_ms: closed_at,
+        duration_minutes: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::accounting::Side;
-
-    fn trade(net: &str, closed_at: i64) -> CompletedTrade {
-        CompletedTrade {
-            id: format!("t{closed_at}"),
-            position_id: "p".into(),
-            broker: "paper".into(),
-            strategy: "s".into(),
-            symbol: "BTC-USD".into(),
-            side: Side::Long,
-            quantity: "0.5".parse().unwrap(),
-            entry_price: "100".parse().unwrap(),
-            exit_price: "110".parse().unwrap(),
-            size_usd: "50".parse().unwrap(),
-            gross_pnl: net.parse().unwrap(),
-            fees: "0.1".parse().unwrap(),
-            entry_fee: "0.05".parse().unwrap(),
-            net_pnl: net.parse().unwrap(),
-            pnl_pct: Decimal::ZERO,
-            exit_reason: "signal".into(),
-            opened_at_ms: 0,
-            closed_at_ms: closed_at,
-            duration_minutes: 0,
-        }
-    }
 
     fn totals(nets: &[&str]) -> AccountTotals {
         let mut totals = AccountTotals::default();
         for (i, net) in nets.iter().enumerate() {
-            totals.add(&trade(net, i as i64 + 1));
+            totals.add(&sample_trade(net, i as i64 + 1));
         }
         totals
     }
@@ -364,13 +369,13 @@ mod tests {
     fn a_tally_counts_and_sums_a_group_and_merges_with_another() {
         let mut a = Tally::default();
         for net in ["2", "-1", "0"] {
-            a.add(&trade(net, 1));
+            a.add(&sample_trade(net, 1));
         }
         assert_eq!((a.trades, a.winners, a.losers), (3, 1, 1));
         assert_eq!(a.net_pnl, Decimal::ONE);
         assert_eq!(a.size_usd, Decimal::from(150));
         let mut b = Tally::default();
-        b.add(&trade("5", 2));
+        b.add(&sample_trade("5", 2));
         assert_eq!(Tally::sum([&a, &b]).net_pnl, Decimal::from(6));
         a.merge(&b);
         assert_eq!((a.trades, a.winners), (4, 2));
@@ -381,15 +386,19 @@ mod tests {
         let day = |day: i64, net: i64| DayTotals {
             day,
             symbol: "X".into(),
+            strategy: "s".into(),
             tally: Tally {
                 net_pnl: Decimal::from(net),
                 ..Tally::default()
             },
         };
-        let months = monthly_net(&[day(19753, 1), day(19754, 2), day(19755, 3)]);
+        let months = monthly(&[day(19753, 1), day(19754, 2), day(19755, 3)]);
         let first = |m: u32| NaiveDate::from_ymd_opt(2024, m, 1).unwrap();
         assert_eq!(
-            months.into_iter().collect::<Vec<_>>(),
+            months
+                .into_iter()
+                .map(|(month, tally)| (month, tally.net_pnl))
+                .collect::<Vec<_>>(),
             [(first(1), Decimal::ONE), (first(2), Decimal::from(5))]
         );
         assert_eq!(utc_day(DAY_MS), 1);

@@ -11,12 +11,12 @@ use super::{DAY_MS, TradeFigures, change_pct, equity_at, initial_capital, ratios
 use crate::App;
 use crate::auth::Principal;
 use crate::companion::round2;
-use crate::engine::accounting::CompletedTrade;
+use crate::engine::accounting::float;
 use crate::engine::metrics::{self, EquityPoint};
-use crate::engine::reports;
+use crate::engine::totals::{self as engine_totals, Tally, utc_day};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::performance::{self as rows, SnapshotRow};
-use crate::store::{bots, iso8601, new_id, now_ms, trades};
+use crate::store::{bots, iso8601, new_id, now_ms, totals};
 
 fn series(snapshots: &[SnapshotRow]) -> Vec<EquityPoint> {
     snapshots
@@ -419,37 +419,52 @@ pub async fn investor_summary(app: &App, user: &Principal) -> ApiResult<Investor
     })
 }
 
-/// Figures per strategy: every strategy the user's trades were opened by, and the running bot's.
-/// Sharpe is over the strategy's daily net profit as returns on the initial capital.
+/// Figures per strategy: every strategy the user's trades were opened by, and the running bot's,
+/// from the account's day totals (never its trades). Sharpe is over the strategy's daily net
+/// profit as returns on the initial capital.
 async fn strategy_performance(
     app: &App,
     user: &Principal,
     allocations: &BTreeMap<String, f64>,
     initial: f64,
 ) -> ApiResult<BTreeMap<String, StrategyFigures>> {
-    let mut groups = super::trades_by_strategy(app, &user.user_id).await?;
+    // Each strategy's trades per UTC day of their close.
+    let mut groups: BTreeMap<String, BTreeMap<i64, Tally>> = BTreeMap::new();
+    for day in totals::days_since(&app.db.pool, &user.user_id, 0).await? {
+        groups
+            .entry(day.strategy)
+            .or_default()
+            .entry(day.day)
+            .or_default()
+            .merge(&day.tally);
+    }
     for name in allocations.keys() {
         groups.entry(name.clone()).or_default();
     }
     Ok(groups
         .into_iter()
-        .map(|(name, trades)| {
-            let figures = TradeFigures::of(&trades);
-            let closed: Vec<_> = trades.iter().map(reports::closed_trade).collect();
-            let returns: Vec<f64> = metrics::daily_pnl(&closed)
-                .into_iter()
-                .map(|(_, pnl)| if initial > 0.0 { pnl / initial } else { 0.0 })
+        .map(|(name, days)| {
+            let all = Tally::sum(days.values());
+            let returns: Vec<f64> = days
+                .values()
+                .map(|day| {
+                    if initial > 0.0 {
+                        float(day.net_pnl) / initial
+                    } else {
+                        0.0
+                    }
+                })
                 .collect();
             let entry = StrategyFigures {
                 allocation_pct: allocations.get(&name).copied().unwrap_or(0.0),
                 sharpe_ratio: round2(metrics::sharpe(&returns)),
-                total_pnl: figures.net_pnl,
-                total_trades: figures.total,
+                total_pnl: round2(float(all.net_pnl)),
+                total_trades: all.trades,
                 // The original reports the integer 0 for a strategy without trades.
-                win_rate_pct: if figures.total == 0 {
+                win_rate_pct: if all.trades == 0 {
                     0.into()
                 } else {
-                    serde_json::Number::from_f64(figures.win_rate_pct).unwrap_or(0.into())
+                    serde_json::Number::from_f64(all.win_rate_pct()).unwrap_or(0.into())
                 },
             };
             (name, entry)
@@ -585,12 +600,8 @@ impl MonthReport {
     }
 }
 
-fn month_report(
-    year: i32,
-    month: u32,
-    snapshots: &[&SnapshotRow],
-    trades: &[CompletedTrade],
-) -> MonthReport {
+/// A month's report from its snapshots and the tally of the trades closed in it.
+fn month_report(year: i32, month: u32, snapshots: &[&SnapshotRow], closed: &Tally) -> MonthReport {
     let (Some(first), Some(last)) = (snapshots.first(), snapshots.last()) else {
         return MonthReport::NoData {
             year,
@@ -605,21 +616,42 @@ fn month_report(
             equity: s.equity(),
         })
         .collect();
-    let figures = TradeFigures::of(trades);
     MonthReport::Figures {
         year,
         month,
         start_equity: round2(first.equity()),
         end_equity: round2(last.equity()),
         monthly_return_pct: change_pct(first.equity(), last.equity()),
-        total_trades: figures.total,
-        winning_trades: figures.winners,
-        losing_trades: figures.losers,
-        win_rate_pct: figures.win_rate_pct,
+        total_trades: closed.trades,
+        winning_trades: closed.winners,
+        losing_trades: closed.losers,
+        win_rate_pct: closed.win_rate_pct(),
         max_drawdown_pct: round2(-metrics::drawdown(&points).max_drawdown_pct),
         trading_days: distinct_days(snapshots.iter().copied()),
-        net_profit: figures.net_pnl,
+        net_profit: round2(float(closed.net_pnl)),
     }
+}
+
+/// The tally of every trade closed in each month from `from_ms`'s on, from the account's day
+/// totals, keyed by (year, month).
+async fn monthly_tallies(
+    app: &App,
+    user_id: &str,
+    from_ms: i64,
+) -> ApiResult<BTreeMap<(i32, u32), Tally>> {
+    let days = totals::days_since(&app.db.pool, user_id, utc_day(from_ms)).await?;
+    Ok(engine_totals::monthly(&days)
+        .into_iter()
+        .map(|(first, tally)| ((first.year(), first.month()), tally))
+        .collect())
+}
+
+/// The UTC (year, month) of a time in milliseconds.
+fn month_of(ms: i64) -> (i32, u32) {
+    let date = chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .date_naive();
+    (date.year(), date.month())
 }
 
 pub async fn monthly_report(
@@ -644,20 +676,17 @@ pub async fn monthly_report(
     let (start, end) = month_bounds(year, month).expect("a valid month");
     let snapshots = rows::snapshots_since(&app.db.pool, &user.user_id, start).await?;
     let in_month: Vec<&SnapshotRow> = snapshots.iter().filter(|s| s.taken_at < end).collect();
-    let trades = trades::trades_between(&app.db.pool, &user.user_id, start, end).await?;
-    Ok(month_report(year, month, &in_month, &trades))
+    let closed = monthly_tallies(app, &user.user_id, start)
+        .await?
+        .remove(&(year, month))
+        .unwrap_or_default();
+    Ok(month_report(year, month, &in_month, &closed))
 }
 
 /// A report for every month that has snapshots, oldest first.
 pub async fn monthly_reports(app: &App, user: &Principal) -> ApiResult<Vec<MonthReport>> {
     let snapshots = rows::snapshots_since(&app.db.pool, &user.user_id, 0).await?;
-    let trades = trades::trades_since(&app.db.pool, &user.user_id, 0).await?;
-    let month_of = |ms: i64| {
-        let date = chrono::DateTime::from_timestamp_millis(ms)
-            .unwrap_or_default()
-            .date_naive();
-        (date.year(), date.month())
-    };
+    let tallies = monthly_tallies(app, &user.user_id, 0).await?;
     let mut months: Vec<(i32, u32)> = snapshots.iter().map(|s| month_of(s.taken_at)).collect();
     months.dedup();
     Ok(months
@@ -667,11 +696,7 @@ pub async fn monthly_reports(app: &App, user: &Principal) -> ApiResult<Vec<Month
                 .iter()
                 .filter(|s| month_of(s.taken_at) == (year, month))
                 .collect();
-            let closed: Vec<_> = trades
-                .iter()
-                .filter(|t| month_of(t.closed_at_ms) == (year, month))
-                .cloned()
-                .collect();
+            let closed = tallies.get(&(year, month)).cloned().unwrap_or_default();
             month_report(year, month, &in_month, &closed)
         })
         .collect())

@@ -7,7 +7,7 @@
 pub mod dashboard;
 pub mod kpi;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rust_decimal::Decimal;
@@ -15,12 +15,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::App;
 use crate::companion::round2;
-use crate::engine::accounting::{self, CompletedTrade, float};
+use crate::engine::accounting::{self, float};
 use crate::engine::metrics::{self, EquityPoint};
 use crate::engine::totals::{AccountTotals, utc_day};
 use crate::error::ApiResult;
 use crate::store::performance::{self as rows, SnapshotRow};
-use crate::store::{accounts, iso8601, new_id, now_ms, trades};
+use crate::store::{accounts, iso8601, new_id, now_ms};
 
 use crate::store::DAY_MS;
 
@@ -125,27 +125,6 @@ impl TradeFigures {
             net_pnl: round2(float(t.net_pnl)),
         }
     }
-
-    /// The figures of a group of completed trades (a month's, a strategy's), in close order.
-    pub fn of(trades: &[CompletedTrade]) -> Self {
-        Self::of_totals(&AccountTotals::of(trades))
-    }
-}
-
-/// The owner's completed trades grouped by the strategy that opened them, each group in close
-/// order.
-pub async fn trades_by_strategy(
-    app: &App,
-    user_id: &str,
-) -> ApiResult<BTreeMap<String, Vec<CompletedTrade>>> {
-    let mut groups: BTreeMap<String, Vec<CompletedTrade>> = BTreeMap::new();
-    for trade in trades::trades_since(&app.db.pool, user_id, 0).await? {
-        groups
-            .entry(trade.strategy.clone())
-            .or_default()
-            .push(trade);
-    }
-    Ok(groups)
 }
 
 /// Sharpe and Sortino of the daily closes of an equity series.

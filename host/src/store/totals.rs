@@ -1,5 +1,6 @@
 //! The `account_totals` table, one row of running totals per account that has completed a
-//! trade, and `account_day_totals`, one row per account, UTC day and symbol (`engine::totals`).
+//! trade, and `account_day_totals`, one row per account, UTC day, symbol and strategy
+//! (`engine::totals`).
 //! [`add_trade`] runs in the transaction that books the trade, so the rows always agree with the
 //! `trades` table.
 
@@ -139,6 +140,7 @@ pub async fn add_trade(conn: &mut Conn, user_id: &str, trade: &CompletedTrade) -
     let day = DayTotals {
         day: utc_day(trade.closed_at_ms),
         symbol: trade.symbol.clone(),
+        strategy: trade.strategy.clone(),
         tally,
     };
     put_day(conn, user_id, &day, DAY_MERGE).await
@@ -185,12 +187,13 @@ static MERGE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     )
 });
 
-const DAY_COLUMNS: &str = "day, symbol, trades, winners, losers, net_pnl, size_usd";
+const DAY_COLUMNS: &str = "day, symbol, strategy, trades, winners, losers, net_pnl, size_usd";
 
 #[derive(FromRow)]
 struct DayRow {
     day: i64,
     symbol: String,
+    strategy: String,
     trades: i64,
     winners: i64,
     losers: i64,
@@ -203,6 +206,7 @@ impl DayRow {
         Ok(DayTotals {
             day: self.day,
             symbol: self.symbol,
+            strategy: self.strategy,
             tally: Tally {
                 trades: self.trades.max(0) as u64,
                 winners: self.winners.max(0) as u64,
@@ -214,7 +218,7 @@ impl DayRow {
     }
 }
 
-/// The account's per-day totals from UTC day `from_day` on, by day and then symbol.
+/// The account's per-day totals from UTC day `from_day` on, by day, symbol and strategy.
 pub async fn days_since<'e>(
     exec: impl Executes<'e>,
     user_id: &str,
@@ -222,7 +226,7 @@ pub async fn days_since<'e>(
 ) -> sqlx::Result<Vec<DayTotals>> {
     let rows: Vec<DayRow> = on!(exec, |c| sqlx::query_as(sql!(
         "SELECT {DAY_COLUMNS} FROM account_day_totals WHERE user_id = $1 AND day >= $2 \
-         ORDER BY day, symbol"
+         ORDER BY day, symbol, strategy"
     ))
     .bind(user_id)
     .bind(from_day)
@@ -245,12 +249,13 @@ async fn put_day(
 ) -> sqlx::Result<()> {
     on!(conn, |c| sqlx::query(sql!(
         "INSERT INTO account_day_totals (user_id, {DAY_COLUMNS}) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-         ON CONFLICT (user_id, day, symbol) {on_conflict}"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         ON CONFLICT (user_id, day, symbol, strategy) {on_conflict}"
     ))
     .bind(user_id)
     .bind(d.day)
     .bind(&d.symbol)
+    .bind(&d.strategy)
     .bind(d.tally.trades as i64)
     .bind(d.tally.winners as i64)
     .bind(d.tally.losers as i64)
@@ -278,18 +283,26 @@ pub async fn backfill(db: &Db) -> sqlx::Result<()> {
     for (user_id,) in users {
         let mut tx = db.pool.begin().await?;
         let mut totals = AccountTotals::default();
-        let mut days: BTreeMap<(i64, String), Tally> = BTreeMap::new();
+        let mut days: BTreeMap<(i64, String, String), Tally> = BTreeMap::new();
         for trade in &trades::trades_since(&mut *tx, &user_id, 0).await? {
             totals.add(trade);
-            days.entry((utc_day(trade.closed_at_ms), trade.symbol.clone()))
-                .or_default()
-                .add(trade);
+            let key = (
+                utc_day(trade.closed_at_ms),
+                trade.symbol.clone(),
+                trade.strategy.clone(),
+            );
+            days.entry(key).or_default().add(trade);
         }
         // Written only where no row exists: another process migrating the same database at
         // the same moment computes the same rows.
         put(&mut tx, &user_id, &totals, "DO NOTHING").await?;
-        for ((day, symbol), tally) in days {
-            let day = DayTotals { day, symbol, tally };
+        for ((day, symbol, strategy), tally) in days {
+            let day = DayTotals {
+                day,
+                symbol,
+                strategy,
+                tally,
+            };
             put_day(&mut tx, &user_id, &day, "DO NOTHING").await?;
         }
         tx.commit().await?;
@@ -300,37 +313,21 @@ pub async fn backfill(db: &Db) -> sqlx::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::accounting::Side;
+    use crate::engine::totals::sample_trade;
     use crate::store::testing::{sqlite, user};
-    use rust_decimal::Decimal;
 
     fn trade(id: usize, net: &str, symbol: &str, closed_at: i64) -> CompletedTrade {
-        CompletedTrade {
-            id: format!("t{id}"),
-            position_id: format!("p{id}"),
-            broker: "paper".into(),
-            strategy: "s".into(),
-            symbol: symbol.into(),
-            side: Side::Long,
-            quantity: "0.5".parse().unwrap(),
-            entry_price: "100".parse().unwrap(),
-            exit_price: "110.123".parse().unwrap(),
-            size_usd: "50".parse().unwrap(),
-            gross_pnl: net.parse().unwrap(),
-            fees: "0.1".parse().unwrap(),
-            entry_fee: "0.05".parse().unwrap(),
-            net_pnl: net.parse().unwrap(),
-            pnl_pct: Decimal::ZERO,
-            exit_reason: "signal".into(),
-            opened_at_ms: closed_at - 1_000,
-            closed_at_ms: closed_at,
-            duration_minutes: 0,
-        }
+        let mut trade = sample_trade(net, closed_at);
+        trade.id = format!("t{id}");
+        trade.position_id = format!("p{id}");
+        trade.symbol = symbol.into();
+        trade.opened_at_ms = closed_at - 1_000;
+        trade
     }
 
     /// The upsert that merges a trade into its rows gives, after every trade, what adding the
     /// trades one by one in Rust gives: runs that grow, turn, end on a flat trade and start
-    /// again; best and worst; the day rows per symbol.
+    /// again; best and worst; the day rows per symbol and strategy.
     #[tokio::test]
     async fn merged_rows_equal_the_trades_added_up() {
         let (db, _dir) = sqlite().await;
@@ -350,34 +347,39 @@ mod tests {
             "7",
         ];
         let mut expected = AccountTotals::default();
-        let mut days: BTreeMap<(i64, String), Tally> = BTreeMap::new();
+        let mut days: BTreeMap<(i64, String, String), Tally> = BTreeMap::new();
         for (i, net) in nets.iter().enumerate() {
-            let symbol = ["BTC-USD", "ETH-USD"][i % 2];
-            // Two trades a day, so day rows are merged as well as created.
-            let trade = trade(
+            // Two trades a day of one symbol, of one strategy or of two: day rows are merged as
+            // well as created.
+            let symbol = ["BTC-USD", "ETH-USD"][i / 4 % 2];
+            let mut trade = trade(
                 i,
                 net,
                 symbol,
                 (i as i64 / 2) * 86_400_000 + 1_000 + i as i64,
             );
+            trade.strategy = if i % 3 == 0 { "a" } else { "b" }.into();
             let mut tx = db.begin().await.unwrap();
             trades::insert_trade(&mut tx, "u1", &trade).await.unwrap();
             tx.commit().await.unwrap();
             expected.add(&trade);
-            days.entry((utc_day(trade.closed_at_ms), symbol.to_string()))
-                .or_default()
-                .add(&trade);
+            let key = (
+                utc_day(trade.closed_at_ms),
+                symbol.to_string(),
+                trade.strategy.clone(),
+            );
+            days.entry(key).or_default().add(&trade);
             assert_eq!(get(&db.pool, "u1").await.unwrap(), expected, "after {net}");
         }
         assert_eq!(
             (expected.longest_win_streak, expected.longest_loss_streak),
             (2, 3)
         );
-        let stored: Vec<((i64, String), Tally)> = days_since(&db.pool, "u1", 0)
+        let stored: Vec<((i64, String, String), Tally)> = days_since(&db.pool, "u1", 0)
             .await
             .unwrap()
             .into_iter()
-            .map(|d| ((d.day, d.symbol), d.tally))
+            .map(|d| ((d.day, d.symbol, d.strategy), d.tally))
             .collect();
         assert_eq!(stored, days.into_iter().collect::<Vec<_>>());
     }
