@@ -125,7 +125,8 @@ async fn rows(
                 .collect()
         }
         _ => {
-            let (_, equity, _) = reports::series(app, user_id, filter.from_ms.unwrap_or(0)).await?;
+            let (equity, _) =
+                reports::equity_series(app, user_id, filter.from_ms.unwrap_or(0)).await?;
             metrics::daily_close(&equity)
                 .into_iter()
                 .map(|(date, equity)| json!({"date": date.to_string(), "equity": metrics::finite(equity)}))

@@ -8,10 +8,9 @@ use crate::App;
 use crate::auth::Principal;
 use crate::engine::accounting::float;
 use crate::engine::metrics;
-use crate::engine::totals::AccountTotals;
 use crate::engine::{self, StopRequest, reports};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::store::{iso8601, now_ms};
+use crate::store::{iso8601, now_ms, totals as store_totals, trades};
 
 fn now() -> String {
     iso8601(now_ms())
@@ -216,11 +215,13 @@ pub async fn performance(
 ) -> ApiResult<Performance> {
     let period = period.unwrap_or("all_time");
     let since = period_start(period, now_ms())?;
-    let (trades, equity, _) = reports::series(app, &user.user_id, since).await?;
-    let mut totals = AccountTotals::default();
-    for trade in &trades {
-        totals.add(trade);
-    }
+    // All time from the account's running totals; a window summed by the database.
+    let totals = if since == 0 {
+        store_totals::get(&app.db.pool, &user.user_id).await?.sums()
+    } else {
+        trades::sums_since(&app.db.pool, &user.user_id, since).await?
+    };
+    let (equity, _) = reports::equity_series(app, &user.user_id, since).await?;
     // Losses as a positive number, as the gateway shows them.
     let (profit, loss) = (float(totals.profit), -float(totals.loss));
     let open = reports::positions(app, user, None, None).await?;

@@ -42,7 +42,40 @@ pub struct AccountTotals {
     pub last_closed_at: Option<i64>,
 }
 
+/// The counts and sums of a group of completed trades, without runs or extremes: what the
+/// database adds up over a window of an account's trades, and part of its running totals.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sums {
+    pub trades: u64,
+    pub winners: u64,
+    pub losers: u64,
+    pub net_pnl: Decimal,
+    /// The winners' net profit.
+    pub profit: Decimal,
+    /// The losers' net loss (negative).
+    pub loss: Decimal,
+}
+
+impl Sums {
+    /// Winners in percent of the trades, to hundredths (0 without trades).
+    pub fn win_rate_pct(&self) -> f64 {
+        win_rate_pct(self.winners, self.trades)
+    }
+}
+
 impl AccountTotals {
+    /// The counts and sums of the totals.
+    pub fn sums(&self) -> Sums {
+        Sums {
+            trades: self.trades,
+            winners: self.winners,
+            losers: self.losers,
+            net_pnl: self.net_pnl,
+            profit: self.profit,
+            loss: self.loss,
+        }
+    }
+
     /// Counts one more completed trade (trades are added in the order they close).
     pub fn add(&mut self, trade: &CompletedTrade) {
         let net = trade.net_pnl;

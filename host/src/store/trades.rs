@@ -3,8 +3,11 @@
 
 use sqlx::{Database, FromRow};
 
+use rust_decimal::Decimal;
+
 use super::{Conn, Db, Executes, Filter, Owned, StoredDecimal, limit_clause};
 use crate::engine::accounting::{CompletedTrade, Side};
+use crate::engine::totals::Sums;
 
 /// Books a completed trade and adds it to its account's running totals, in the caller's
 /// transaction.
@@ -184,4 +187,47 @@ pub async fn trades_between<'e>(
         .await
     })?;
     rows.into_iter().map(TradeRow::into_trade).collect()
+}
+
+#[derive(FromRow)]
+struct SumsRow {
+    trades: i64,
+    winners: i64,
+    losers: i64,
+    #[sqlx(try_from = "StoredDecimal")]
+    net_pnl: Decimal,
+    #[sqlx(try_from = "StoredDecimal")]
+    profit: Decimal,
+    #[sqlx(try_from = "StoredDecimal")]
+    loss: Decimal,
+}
+
+/// The counts and sums of the account's trades closed at or after `since`, added up by the
+/// database over the account's index range (no trade row leaves it).
+pub async fn sums_since<'e>(
+    exec: impl Executes<'e>,
+    user_id: &str,
+    since: i64,
+) -> sqlx::Result<Sums> {
+    let row: SumsRow = on!(exec, |c| {
+        sqlx::query_as(
+            "SELECT COUNT(*) AS trades, COUNT(CASE WHEN net_pnl > 0 THEN 1 END) AS winners, \
+             COUNT(CASE WHEN net_pnl < 0 THEN 1 END) AS losers, COALESCE(SUM(net_pnl), 0) AS net_pnl, \
+             COALESCE(SUM(CASE WHEN net_pnl > 0 THEN net_pnl END), 0) AS profit, \
+             COALESCE(SUM(CASE WHEN net_pnl < 0 THEN net_pnl END), 0) AS loss \
+             FROM trades WHERE user_id = $1 AND closed_at >= $2",
+        )
+        .bind(user_id)
+        .bind(since)
+        .fetch_one(c)
+        .await
+    })?;
+    Ok(Sums {
+        trades: row.trades.max(0) as u64,
+        winners: row.winners.max(0) as u64,
+        losers: row.losers.max(0) as u64,
+        net_pnl: row.net_pnl,
+        profit: row.profit,
+        loss: row.loss,
+    })
 }
