@@ -453,6 +453,7 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
         .await
         .expect("the account")
         .expect("the balance call created the account");
+    let stored = account.clone();
     let initial = float(account.initial_capital);
     let mut tx = app.db.pool.begin().await.expect("a transaction");
     // The bot that made them, stopped, so the status routes show its figures.
@@ -592,7 +593,7 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
             open_positions: n + 1,
         });
     }
-    accounts::update_account(&mut *tx, user_id, &account, now)
+    accounts::apply_change(&mut *tx, user_id, &stored, &account, now)
         .await
         .expect("the account");
 

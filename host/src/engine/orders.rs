@@ -840,7 +840,7 @@ pub async fn record(
         .map_err(db_err)?;
     }
     if !new_entries.is_empty() {
-        accounts::update_account(&mut *tx, &trader.user_id, &account, now)
+        accounts::apply_change(&mut *tx, &trader.user_id, &trader.account, &account, now)
             .await
             .map_err(db_err)?;
     }

@@ -805,7 +805,7 @@ async fn write_off(
     )
     .await
     .map_err(db_err)?;
-    accounts::update_account(&mut *tx, &trader.user_id, &account, now)
+    accounts::apply_change(&mut *tx, &trader.user_id, &trader.account, &account, now)
         .await
         .map_err(db_err)?;
     tx.commit().await.map_err(db_err)?;

@@ -60,20 +60,24 @@ pub async fn insert_account<'e>(
     Ok(())
 }
 
-pub async fn update_account<'e>(
+/// Writes what a booking changed, `before` → `after`, as additions to the stored row, so two
+/// writers of one account add up instead of one overwriting the other.
+pub async fn apply_change<'e>(
     exec: impl Executes<'e>,
     user_id: &str,
-    account: &Account,
+    before: &Account,
+    after: &Account,
     now: i64,
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-            "UPDATE trading_accounts SET cash = $2, realized_pnl = $3, fees_paid = $4, updated_at = $5 WHERE user_id = $1",
+            "UPDATE trading_accounts SET cash = cash + $2, realized_pnl = realized_pnl + $3, \
+             fees_paid = fees_paid + $4, updated_at = $5 WHERE user_id = $1",
         )
         .bind(user_id)
-        .bind(StoredDecimal(account.cash))
-        .bind(StoredDecimal(account.realized_pnl))
-        .bind(StoredDecimal(account.fees_paid))
+        .bind(StoredDecimal(after.cash - before.cash))
+        .bind(StoredDecimal(after.realized_pnl - before.realized_pnl))
+        .bind(StoredDecimal(after.fees_paid - before.fees_paid))
         .bind(now)
         .execute(c)
         .await
