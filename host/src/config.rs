@@ -13,6 +13,9 @@ use serde::Deserialize;
 
 use crate::store::Backend;
 
+/// The largest starting cash of a trading account (`TRADEHOST_INITIAL_CAPITAL`).
+const MAX_INITIAL_CAPITAL: i64 = 1_000_000_000;
+
 /// The `[default.tradehost]` table of Rocket.toml; every field has a default so an empty table works.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
@@ -343,10 +346,15 @@ impl AppConfig {
         if scan_parallelism == 0 {
             bail!("TRADEHOST_SCAN_PARALLELISM must be at least 1");
         }
+        // Kept to the books' 8 places; the bound leaves the stored books room to grow
+        // (store::decimal holds up to about 9.2e10).
         let initial_capital: rust_decimal::Decimal = parse_env(env, "TRADEHOST_INITIAL_CAPITAL")?
-            .unwrap_or(rust_decimal::Decimal::from(10_000));
-        if initial_capital <= rust_decimal::Decimal::ZERO {
-            bail!("TRADEHOST_INITIAL_CAPITAL must be positive");
+            .unwrap_or(rust_decimal::Decimal::from(10_000))
+            .round_dp(crate::engine::accounting::SCALE);
+        if initial_capital <= rust_decimal::Decimal::ZERO
+            || initial_capital > rust_decimal::Decimal::from(MAX_INITIAL_CAPITAL)
+        {
+            bail!("TRADEHOST_INITIAL_CAPITAL must be positive and at most {MAX_INITIAL_CAPITAL}");
         }
         let default_pairs: Vec<String> = env("TRADEHOST_DEFAULT_PAIRS")
             .unwrap_or_else(|| "BTC-USD,ETH-USD".to_string())
@@ -654,6 +662,25 @@ mod tests {
         let figment = AppConfig::rocket_figment(&lookup).unwrap();
         let rocket: rocket::Config = figment.extract().unwrap();
         assert_eq!(rocket.ip_header, None);
+    }
+
+    #[test]
+    fn initial_capital_is_bounded_and_kept_to_the_books_places() {
+        let capital = |value: &str| {
+            load(&[("TRADEHOST_INITIAL_CAPITAL", value)]).map(|config| config.initial_capital)
+        };
+        assert_eq!(
+            capital("2500.123456789").unwrap(),
+            "2500.12345679".parse().unwrap()
+        );
+        assert_eq!(capital("1000000000").unwrap(), 1_000_000_000.into());
+        for refused in ["0", "-5", "1000000000.01"] {
+            let err = capital(refused).unwrap_err().to_string();
+            assert!(
+                err.contains("TRADEHOST_INITIAL_CAPITAL"),
+                "{refused}: {err}"
+            );
+        }
     }
 
     #[test]
