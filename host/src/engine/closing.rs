@@ -55,9 +55,13 @@ async fn save(
         return Ok(());
     };
     position.closing = Some(closing);
-    positions::update_closing(&app.db.pool, position, now_ms())
+    // Part of the books: written by their writer (on SQLite a second writer would wait for the
+    // lock) and durable, its flush shared, before anything goes out on it.
+    positions::update_closing(&app.db.grouped, position, now_ms())
         .await
-        .map_err(|err| format!("saving a close request: {err}"))
+        .map_err(|err| format!("saving a close request: {err}"))?;
+    app.db.durable().await;
+    Ok(())
 }
 
 /// Asks for `position_id` to be closed for `reason` (an earlier request keeps its reason).
