@@ -19,7 +19,7 @@ use support::{bots_that_place_nothing, env_or};
 use tradehost::App;
 use tradehost::engine::accounting::{Position, Side};
 use tradehost::engine::{self, with_trader};
-use tradehost::store::{DAY_MS, now_ms, positions, totals};
+use tradehost::store::{DAY_MS, StoredDecimal, now_ms, positions, totals};
 
 /// The server with a scan interval longer than the measurement: each bot scans once in it.
 async fn app(dir: &std::path::Path) -> App {
@@ -32,25 +32,30 @@ async fn seed_history(app: &App, users: &[String], count: u64) {
     let now = now_ms();
     let first_close = now - count as i64 * 60_000;
     for user_id in users {
-        sqlx::query(
+        let query = sqlx::query(
             "INSERT INTO trades (id, user_id, position_id, broker, symbol, side, quantity, entry_price, \
              exit_price, size_usd, gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, \
              duration_minutes, entry_fee, strategy) \
              WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < CAST($2 AS BIGINT)) \
              SELECT $1 || '-t' || CAST(i AS TEXT), $1, $1 || '-p' || CAST(i AS TEXT), 'paper', \
-             CASE WHEN i % 2 = 0 THEN 'BTC-USD' ELSE 'ETH-USD' END, 'long', '0.01', '100', \
-             CASE WHEN i % 2 = 0 THEN '260' ELSE '10' END, '1', \
-             CASE WHEN i % 2 = 0 THEN '1.6' ELSE '-0.9' END, '0.1', \
-             CASE WHEN i % 2 = 0 THEN '1.5' ELSE '-1' END, '0', 'signal', \
-             CAST($3 AS BIGINT) + i * 60000 - 30000, CAST($3 AS BIGINT) + i * 60000, 0, '0.05', 'ema-cross' \
+             CASE WHEN i % 2 = 0 THEN 'BTC-USD' ELSE 'ETH-USD' END, 'long', $4, $5, \
+             CASE WHEN i % 2 = 0 THEN $6 ELSE $7 END, $8, CASE WHEN i % 2 = 0 THEN $9 ELSE $10 END, $11, \
+             CASE WHEN i % 2 = 0 THEN $12 ELSE $13 END, $14, 'signal', \
+             CAST($3 AS BIGINT) + i * 60000 - 30000, CAST($3 AS BIGINT) + i * 60000, 0, $15, 'ema-cross' \
              FROM n",
         )
         .bind(user_id)
         .bind(count as i64)
-        .bind(first_close)
-        .execute(app.db.pool.as_sqlite())
-        .await
-        .unwrap();
+        .bind(first_close);
+        // quantity, entry, exit (win, loss), size, gross (win, loss), fees, net (win, loss),
+        // pnl %, entry fee
+        let amounts = [
+            "0.01", "100", "260", "10", "1", "1.6", "-0.9", "0.1", "1.5", "-1", "0", "0.05",
+        ];
+        let query = amounts.iter().fold(query, |query, amount| {
+            query.bind(StoredDecimal(amount.parse().unwrap()))
+        });
+        query.execute(app.db.pool.as_sqlite()).await.unwrap();
     }
     // The totals of that history, which booking would have kept (one row per account).
     let (wins, losses) = (count.div_ceil(2) as i64, (count / 2) as i64);
@@ -61,20 +66,22 @@ async fn seed_history(app: &App, users: &[String], count: u64) {
             "INSERT INTO account_totals (user_id, trades, winners, losers, net_pnl, profit, loss, fees, volume, \
              best_trade, worst_trade, streak, streak_started_at, last_closed_at, updated_at, \
              longest_win_streak, longest_loss_streak, hold_ms, first_closed_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, '1.5', '-1', 1, $10, $10, $10, 1, 1, $11, $12)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $13, $14, 1, $10, $10, $10, 1, 1, $11, $12)",
         )
         .bind(user_id)
         .bind(count as i64)
         .bind(wins)
         .bind(losses)
-        .bind(net.to_string())
-        .bind(profit.to_string())
-        .bind(Decimal::from(losses).to_string())
-        .bind((Decimal::new(1, 1) * Decimal::from(count)).to_string())
-        .bind(count.to_string())
+        .bind(StoredDecimal(net))
+        .bind(StoredDecimal(profit))
+        .bind(StoredDecimal(Decimal::from(losses)))
+        .bind(StoredDecimal(Decimal::new(1, 1) * Decimal::from(count)))
+        .bind(StoredDecimal(Decimal::from(count)))
         .bind(first_close + (count as i64 - 1) * 60_000)
         .bind(count as i64 * 30_000)
         .bind(first_close)
+        .bind(StoredDecimal(Decimal::new(15, 1)))
+        .bind(StoredDecimal(-Decimal::ONE))
         .execute(app.db.pool.as_sqlite())
         .await
         .unwrap();

@@ -1,6 +1,10 @@
 //! `plugin_store`: the durable key-value stores of broker plugins, one per (plugin, user).
 //! Keys are printable ASCII, so SQLite's binary order and PostgreSQL's `C` collation agree.
 
+use std::collections::BTreeMap;
+
+use sqlx::QueryBuilder;
+
 use super::Executes;
 use super::{Db, now_ms};
 
@@ -20,50 +24,93 @@ pub async fn get<'e>(
     .await)
 }
 
-/// Applies every change in one transaction, durable when this returns (its flush shared with
-/// the bookings committed meanwhile: a venue's state is written as the books are).
+/// Applies every change at once (the last change of a key counts), durable when this returns
+/// (its flush shared with the bookings committed meanwhile: a venue's state is written as the
+/// books are). One statement per kind of change: a venue's write is a handful of keys, and
+/// each statement is a round trip to the books' writer.
 pub async fn write(
     db: &Db,
     plugin: &str,
     scope: &str,
     changes: &[(String, Option<String>)],
 ) -> sqlx::Result<()> {
-    let now = now_ms();
-    let mut tx = db.begin_grouped().await?;
+    let mut last: BTreeMap<&str, Option<&str>> = BTreeMap::new();
     for (key, value) in changes {
-        match value {
-            Some(value) => {
-                on!(&mut *tx, |c| {
-                    sqlx::query(
-                        "INSERT INTO plugin_store (plugin, scope, key, value, updated_at) VALUES ($1, $2, $3, $4, $5) \
-                         ON CONFLICT (plugin, scope, key) DO UPDATE SET value = $4, updated_at = $5",
-                    )
-                    .bind(plugin)
-                    .bind(scope)
-                    .bind(key)
-                    .bind(value)
-                    .bind(now)
-                    .execute(c)
-                    .await
-                    .map(|done| done.rows_affected())
-                })?;
-            }
-            None => {
-                on!(&mut *tx, |c| sqlx::query(
-                    "DELETE FROM plugin_store WHERE plugin = $1 AND scope = $2 AND key = $3",
-                )
-                .bind(plugin)
-                .bind(scope)
-                .bind(key)
-                .execute(c)
-                .await
-                .map(|done| done.rows_affected()))?;
-            }
+        last.insert(key, value.as_deref());
+    }
+    let sets: Vec<(&str, &str)> = last
+        .iter()
+        .filter_map(|(key, value)| value.map(|value| (*key, value)))
+        .collect();
+    let removals: Vec<&str> = last
+        .iter()
+        .filter(|(_, value)| value.is_none())
+        .map(|(key, _)| *key)
+        .collect();
+    let now = now_ms();
+    match (sets.is_empty(), removals.is_empty()) {
+        (true, true) => return Ok(()),
+        (false, true) => set(&db.grouped, plugin, scope, &sets, now).await?,
+        (true, false) => remove(&db.grouped, plugin, scope, &removals).await?,
+        (false, false) => {
+            let mut tx = db.begin_grouped().await?;
+            set(&mut *tx, plugin, scope, &sets, now).await?;
+            remove(&mut *tx, plugin, scope, &removals).await?;
+            tx.commit().await?;
         }
     }
-    tx.commit().await?;
     db.durable().await;
     Ok(())
+}
+
+/// Sets keys (distinct) to values, in one statement.
+async fn set<'e>(
+    exec: impl Executes<'e>,
+    plugin: &str,
+    scope: &str,
+    entries: &[(&str, &str)],
+    now: i64,
+) -> sqlx::Result<()> {
+    on!(exec, |c, DB| {
+        let mut query = QueryBuilder::<DB>::new(
+            "INSERT INTO plugin_store (plugin, scope, key, value, updated_at) ",
+        );
+        query.push_values(entries, |mut row, (key, value)| {
+            row.push_bind(plugin)
+                .push_bind(scope)
+                .push_bind(*key)
+                .push_bind(*value)
+                .push_bind(now);
+        });
+        query.push(
+            " ON CONFLICT (plugin, scope, key) DO UPDATE SET value = excluded.value, \
+             updated_at = excluded.updated_at",
+        );
+        query.build().execute(c).await.map(drop)
+    })
+}
+
+/// Removes keys, in one statement.
+async fn remove<'e>(
+    exec: impl Executes<'e>,
+    plugin: &str,
+    scope: &str,
+    keys: &[&str],
+) -> sqlx::Result<()> {
+    on!(exec, |c, DB| {
+        let mut query = QueryBuilder::<DB>::new("DELETE FROM plugin_store WHERE plugin = ");
+        query
+            .push_bind(plugin)
+            .push(" AND scope = ")
+            .push_bind(scope);
+        query.push(" AND key IN (");
+        let mut list = query.separated(", ");
+        for key in keys {
+            list.push_bind(*key);
+        }
+        query.push(")");
+        query.build().execute(c).await.map(drop)
+    })
 }
 
 /// Entries with `prefix` after `start_after`, in key order.
@@ -144,5 +191,41 @@ mod tests {
         );
         assert_eq!(get(&db.pool, "paper", "u1", "o/2").await.unwrap(), None);
         assert_eq!(get(&db.pool, "other", "u1", "o/1").await.unwrap(), None);
+
+        // A key changed twice in one write ends as its last change says.
+        write(
+            &db,
+            "paper",
+            "u1",
+            &[
+                ("o/3".into(), None),
+                ("o/3".into(), Some("again".into())),
+                ("f/1".into(), Some("kept?".into())),
+                ("f/1".into(), None),
+            ],
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            get(&db.pool, "paper", "u1", "o/3")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("again")
+        );
+        assert_eq!(get(&db.pool, "paper", "u1", "f/1").await.unwrap(), None);
+        // Only removals.
+        write(
+            &db,
+            "paper",
+            "u1",
+            &[("o/3".into(), None), ("p".into(), None)],
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            keys(scan(&db.pool, "paper", "u1", "", None, 10).await.unwrap()),
+            ["o/1"]
+        );
     }
 }
