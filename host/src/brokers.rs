@@ -327,8 +327,14 @@ pub async fn remove(
             ),
         ));
     }
-    let open_positions =
-        store::positions::count_open(&app.db.pool, Some(&user.user_id), Some(&row.name)).await?;
+    let open_positions = store::positions::count_open(
+        &app.db.pool,
+        &store::Filter {
+            broker: Some(row.name.clone()),
+            ..store::Filter::user(&user.user_id)
+        },
+    )
+    .await?;
     let mut tx = app.db.begin().await?;
     rows::delete(&mut *tx, &user.user_id, broker_id).await?;
     audit::record(

@@ -216,10 +216,9 @@ pub async fn create(
         return Err(ApiError::invalid_field("end_date", "before start_date"));
     }
     let filter = Filter {
-        user_id: Some(user.user_id.clone()),
-        symbol: None,
         from_ms,
         until_ms,
+        ..Filter::user(&user.user_id)
     };
     let rows = rows(app, user, &request, &filter).await?;
     let body = if request.format == "json" {

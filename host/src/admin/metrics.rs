@@ -83,7 +83,7 @@ pub async fn collect(app: &App) -> ApiResult<Metrics> {
         },
         trading: TradingFigures {
             bots_running: bots::count_active(db).await?,
-            total_positions: positions::count_open(db, None, None).await?,
+            total_positions: positions::count_open(db, &Filter::default()).await?,
             total_volume_24h: float(volume.round_dp(2)),
             total_trades_24h: trades::count(&app.db, &last_day).await?,
             bot_scans_total: app.engine.scans_completed(),

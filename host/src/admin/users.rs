@@ -15,7 +15,7 @@ use crate::engine::accounting::float;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::audit::{self, Actor};
 use crate::store::users::{self, UserFilter};
-use crate::store::{accounts, bots, brokers, iso8601, now_ms, positions, sessions, totals};
+use crate::store::{Filter, accounts, bots, brokers, iso8601, now_ms, positions, sessions, totals};
 
 pub const USERS_DEFAULT_PER_PAGE: i64 = 50;
 pub const USERS_MAX_PER_PAGE: i64 = 100;
@@ -169,7 +169,7 @@ pub async fn detail(app: &App, user_id: &str) -> ApiResult<UserDetail> {
                     .as_ref()
                     .map_or(0.0, |a| float(a.realized_pnl - a.fees_paid)),
                 win_rate: totals.win_rate(),
-                active_positions: positions::count_open(db, Some(user_id), None).await?,
+                active_positions: positions::count_open(db, &Filter::user(user_id)).await?,
                 bot_status: bots::bot(db, user_id)
                     .await?
                     .map_or("stopped".to_string(), |bot| bot.status),

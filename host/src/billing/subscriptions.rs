@@ -892,7 +892,8 @@ async fn peak_concurrent(app: &App, user_id: &str, since: i64) -> ApiResult<i64>
         }
     }
     let still_open =
-        crate::store::positions::count_open(&app.db.pool, Some(user_id), None).await? as usize;
+        crate::store::positions::count_open(&app.db.pool, &crate::store::Filter::user(user_id))
+            .await? as usize;
     Ok(peak.max(still_open) as i64)
 }
 

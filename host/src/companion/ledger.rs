@@ -295,7 +295,7 @@ async fn statistics_of(app: &App, owner: &Owner) -> ApiResult<Statistics> {
         best_trade: totals.best_trade.map(float),
         worst_trade: totals.worst_trade.map(float),
         total_fees: float(totals.fees),
-        open_positions: positions::count_open(&app.db.pool, owner.user_id.as_deref(), None).await?,
+        open_positions: positions::count_open(&app.db.pool, &scope(owner, None)).await?,
         win_rate: totals.win_rate_pct(),
     })
 }

@@ -17,7 +17,7 @@ use crate::engine::totals::AccountTotals;
 use crate::notices::Kind;
 use crate::settings;
 use crate::store::notifications;
-use crate::store::{accounts, now_ms, positions, trades};
+use crate::store::{Filter, accounts, now_ms, positions, trades};
 
 pub async fn run(app: App) {
     let mut made_for = None;
@@ -91,7 +91,7 @@ pub async fn summary(
         fees: totals.fees,
         best_trade: totals.best_trade,
         worst_trade: totals.worst_trade,
-        open_positions: positions::count_open(&app.db.pool, Some(user_id), None).await?,
+        open_positions: positions::count_open(&app.db.pool, &Filter::user(user_id)).await?,
         cash: account.map(|a| a.cash),
     })
 }

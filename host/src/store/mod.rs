@@ -426,6 +426,8 @@ fn ensure_sqlite_parent_dir(url: &str) -> Result<()> {
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     pub user_id: Option<String>,
+    /// One broker connection's rows (by its name).
+    pub broker: Option<String>,
     pub symbol: Option<String>,
     /// Inclusive bounds on the table's time column.
     pub from_ms: Option<i64>,
@@ -433,9 +435,18 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// Every row of one user.
+    pub fn user(user_id: &str) -> Self {
+        Filter {
+            user_id: Some(user_id.to_string()),
+            ..Filter::default()
+        }
+    }
+
     /// Whether the filter takes every row of one user (whose count the running totals keep).
     pub fn is_whole_account(&self) -> bool {
         self.user_id.is_some()
+            && self.broker.is_none()
             && self.symbol.is_none()
             && self.from_ms.is_none()
             && self.until_ms.is_none()
@@ -455,7 +466,11 @@ impl Filter {
         i64: Encode<'q, DB> + Type<DB>,
     {
         let mut conditions: Vec<String> = fixed.iter().map(|c| c.to_string()).collect();
-        for (column, value) in [("user_id", &self.user_id), ("symbol", &self.symbol)] {
+        for (column, value) in [
+            ("user_id", &self.user_id),
+            ("broker", &self.broker),
+            ("symbol", &self.symbol),
+        ] {
             if let Some(value) = value {
                 args.add(value.clone()).expect("a text argument encodes");
                 conditions.push(format!("{column} = ${}", args.len()));

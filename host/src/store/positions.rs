@@ -2,7 +2,7 @@
 //! working on. Decimals are stored as [`StoredDecimal`]s.
 
 use super::Executes;
-use sqlx::{Arguments, Database, FromRow};
+use sqlx::{Database, FromRow};
 
 use super::{Db, Filter, Owned, StoredDecimal};
 use crate::engine::accounting::{Closing, Position, Side};
@@ -123,26 +123,34 @@ pub async fn open_owned(db: &Db, filter: &Filter) -> sqlx::Result<Vec<Owned<Posi
         .collect()
 }
 
-/// Open positions of a user (or every user), on one broker (or every broker).
-pub async fn count_open<'e>(
-    exec: impl Executes<'e>,
-    user_id: Option<&str>,
-    broker: Option<&str>,
-) -> sqlx::Result<i64> {
+/// Open positions that `filter` takes (bounds on when they were opened).
+pub async fn count_open<'e>(exec: impl Executes<'e>, filter: &Filter) -> sqlx::Result<i64> {
     on!(exec, |c, DB| {
         let mut args = <DB as Database>::Arguments::default();
-        let mut sql = String::from("SELECT COUNT(*) FROM positions WHERE status = 'open'");
-        for (column, value) in [("user_id", user_id), ("broker", broker)] {
-            if let Some(value) = value {
-                args.add(value.to_string())
-                    .expect("a text argument encodes");
-                sql.push_str(&format!(" AND {column} = ${}", args.len()));
-            }
-        }
-        sqlx::query_scalar_with(sqlx::AssertSqlSafe(sql), args)
+        let conditions = filter.where_clause::<DB>("opened_at", &["status = 'open'"], &mut args);
+        sqlx::query_scalar_with(sql!("SELECT COUNT(*) FROM positions {conditions}"), args)
             .fetch_one(c)
             .await
     })
+}
+
+/// A position's pending-close columns (empty when no close is pending).
+struct CloseColumns {
+    reason: Option<String>,
+    attempts: i64,
+    next_at: Option<i64>,
+    error: Option<String>,
+}
+
+impl CloseColumns {
+    fn of(closing: Option<&Closing>) -> Self {
+        CloseColumns {
+            reason: closing.map(|c| c.reason.clone()),
+            attempts: closing.map_or(0, |c| i64::from(c.attempts)),
+            next_at: closing.map(|c| c.next_attempt_at),
+            error: closing.and_then(|c| c.last_error.clone()),
+        }
+    }
 }
 
 pub async fn insert_position<'e>(
@@ -151,7 +159,7 @@ pub async fn insert_position<'e>(
     p: &Position,
     now: i64,
 ) -> sqlx::Result<()> {
-    let closing = p.closing.as_ref();
+    let close = CloseColumns::of(p.closing.as_ref());
     on!(exec, |c| {
         sqlx::query(sql!(
             "INSERT INTO positions (user_id, {POSITION_COLUMNS}, status, updated_at) \
@@ -173,10 +181,10 @@ pub async fn insert_position<'e>(
         .bind(StoredDecimal(p.extreme_price))
         .bind(StoredDecimal(p.current_price))
         .bind(p.opened_at_ms)
-        .bind(closing.map(|c| c.reason.clone()))
-        .bind(closing.map_or(0, |c| i64::from(c.attempts)))
-        .bind(closing.map(|c| c.next_attempt_at))
-        .bind(closing.and_then(|c| c.last_error.clone()))
+        .bind(&close.reason)
+        .bind(close.attempts)
+        .bind(close.next_at)
+        .bind(&close.error)
         .bind(now)
         .execute(c)
         .await
@@ -192,7 +200,7 @@ pub async fn update_position<'e>(
     now: i64,
 ) -> sqlx::Result<()> {
     let closed = p.quantity.is_zero();
-    let closing = p.closing.as_ref().filter(|_| !closed);
+    let close = CloseColumns::of(p.closing.as_ref().filter(|_| !closed));
     on!(exec, |c| {
         sqlx::query(
             "UPDATE positions SET quantity = $2, entry_price = $3, cost = $4, entry_fees = $5, extreme_price = $6, \
@@ -208,10 +216,10 @@ pub async fn update_position<'e>(
         .bind(StoredDecimal(p.current_price))
         .bind(if closed { "closed" } else { "open" })
         .bind(closed.then_some(now))
-        .bind(closing.map(|c| c.reason.clone()))
-        .bind(closing.map_or(0, |c| i64::from(c.attempts)))
-        .bind(closing.map(|c| c.next_attempt_at))
-        .bind(closing.and_then(|c| c.last_error.clone()))
+        .bind(&close.reason)
+        .bind(close.attempts)
+        .bind(close.next_at)
+        .bind(&close.error)
         .bind(now)
         .execute(c)
         .await
@@ -226,17 +234,17 @@ pub async fn update_closing<'e>(
     p: &Position,
     now: i64,
 ) -> sqlx::Result<()> {
-    let closing = p.closing.as_ref();
+    let close = CloseColumns::of(p.closing.as_ref());
     on!(exec, |c| {
         sqlx::query(
             "UPDATE positions SET close_reason = $2, close_attempts = $3, next_close_at = $4, close_error = $5, \
              updated_at = $6 WHERE id = $1 AND status = 'open'",
         )
         .bind(&p.id)
-        .bind(closing.map(|c| c.reason.clone()))
-        .bind(closing.map_or(0, |c| i64::from(c.attempts)))
-        .bind(closing.map(|c| c.next_attempt_at))
-        .bind(closing.and_then(|c| c.last_error.clone()))
+        .bind(&close.reason)
+        .bind(close.attempts)
+        .bind(close.next_at)
+        .bind(&close.error)
         .bind(now)
         .execute(c)
         .await

@@ -155,10 +155,10 @@ async fn history(
         HISTORY_MAX_PER_PAGE,
     )?;
     let filter = Filter {
-        user_id: None,
         symbol: symbol.map(str::to_uppercase),
         from_ms: parse_time("start_date", start_date, false)?,
         until_ms: parse_time("end_date", end_date, true)?,
+        ..Filter::default()
     };
     reports::history(app, &user.0, &filter, status, page)
         .await
