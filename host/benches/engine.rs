@@ -12,7 +12,8 @@
 //!   reference for group commit).
 //!
 //! `BENCH_BOTS` (default 2000) and `BENCH_SECS` (default 10) change the size; `DATABASE_URL`
-//! points it at PostgreSQL.
+//! naming a PostgreSQL server runs each case on a new database there (group commit is then
+//! PostgreSQL's own: the flush-per-commit case is the same run twice).
 
 mod support;
 
@@ -21,6 +22,7 @@ use std::time::{Duration, Instant};
 use support::{bots_that_place_nothing, env_or, start_bots, upload};
 use tradehost::App;
 use tradehost::engine;
+use tradehost::store::Pool;
 
 /// The server with scans every 50 ms (each bot is due at every tick) and group commit as given.
 async fn app(dir: &std::path::Path, group_commit: bool) -> App {
@@ -35,35 +37,37 @@ async fn app(dir: &std::path::Path, group_commit: bool) -> App {
     .await
 }
 
+/// A count from a statement of the benchmark's own, on either backend.
+pub async fn count(app: &App, sql: &'static str) -> i64 {
+    match &app.db.pool {
+        Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
+        Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
+    }
+}
+
+/// Rows of (text, count) from a statement of the benchmark's own, on either backend.
+pub async fn counts(app: &App, sql: &'static str) -> Vec<(String, i64)> {
+    match &app.db.pool {
+        Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(pool).await.unwrap(),
+        Pool::Postgres(pool) => sqlx::query_as(sql).fetch_all(pool).await.unwrap(),
+    }
+}
+
 async fn measure(app: &App, label: &str, secs: u64) {
     let scheduler = tokio::spawn(engine::run(app.clone()));
     // Warm up: every bot's first scans (and any first signals) happen before the window.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let orders = |app: App| async move {
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM orders WHERE status = 'filled'")
-            .fetch_one(app.db.pool.as_sqlite())
-            .await
-            .unwrap();
-        count
-    };
+    const FILLED: &str = "SELECT COUNT(*) FROM orders WHERE status = 'filled'";
     let scans_before = app.engine.scans_completed();
-    let orders_before = orders(app.clone()).await;
+    let orders_before = count(app, FILLED).await;
     let started = Instant::now();
     tokio::time::sleep(Duration::from_secs(secs)).await;
     let elapsed = started.elapsed().as_secs_f64();
     let scans = app.engine.scans_completed() - scans_before;
-    let filled = orders(app.clone()).await - orders_before;
+    let filled = count(app, FILLED).await - orders_before;
     scheduler.abort();
-    let by_status: Vec<(String, i64)> =
-        sqlx::query_as("SELECT status, COUNT(*) FROM orders GROUP BY status")
-            .fetch_all(app.db.pool.as_sqlite())
-            .await
-            .unwrap();
-    let bot_states: Vec<(String, i64)> =
-        sqlx::query_as("SELECT status, COUNT(*) FROM bots GROUP BY status")
-            .fetch_all(app.db.pool.as_sqlite())
-            .await
-            .unwrap();
+    let by_status = counts(app, "SELECT status, COUNT(*) FROM orders GROUP BY status").await;
+    let bot_states = counts(app, "SELECT status, COUNT(*) FROM bots GROUP BY status").await;
     println!("{label}: orders by status {by_status:?}, bots by status {bot_states:?}");
     println!(
         "{label}: {bots} bots, {scans} scans in {elapsed:.1} s = {:.0} bot-scans/s, {filled} orders filled",

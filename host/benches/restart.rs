@@ -173,7 +173,7 @@ fn main() {
                         .iter()
                         .filter(|p| p.stop_loss.is_some() && p.take_profit.is_some())
                         .count(),
-                    trader.stats.trades.trades,
+                    trader.stats.trades.sums.trades,
                 )
             })
             .await

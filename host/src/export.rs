@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::FromRow;
 
 use crate::App;
 use crate::auth::sessions::Principal;
@@ -15,7 +14,8 @@ use crate::csv_cells;
 use crate::engine::{metrics, reports};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::plugins::registry::sha256_hex;
-use crate::store::{Filter, ledger, on, trades};
+use crate::store::exports::{self, ExportRow};
+use crate::store::{Filter, ledger, trades};
 use crate::store::{iso8601, new_id, now_ms};
 
 pub const LINK_LIFETIME_MS: i64 = 15 * 60 * 1000;
@@ -241,24 +241,21 @@ pub async fn create(
     let token = hex::encode(secret);
     let now = now_ms();
     let expires_at = now + LINK_LIFETIME_MS;
-    on!(&app.db.pool, |c| {
-        sqlx::query(
-            "INSERT INTO exports (id, user_id, token_hash, file_name, format, data_type, size_bytes, created_at, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(&id)
-        .bind(&user.user_id)
-        .bind(sha256_hex(token.as_bytes()))
-        .bind(&file_name)
-        .bind(&request.format)
-        .bind(&request.data_type)
-        .bind(body.len() as i64)
-        .bind(now)
-        .bind(expires_at)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
+    exports::insert(
+        &app.db.pool,
+        &ExportRow {
+            id: id.clone(),
+            user_id: user.user_id.clone(),
+            token_hash: sha256_hex(token.as_bytes()),
+            file_name,
+            format: request.format.clone(),
+            data_type: request.data_type.clone(),
+            size_bytes: body.len() as i64,
+            created_at: now,
+            expires_at,
+        },
+    )
+    .await?;
     Ok(Exported {
         download_url: format!("/api/v1/analytics/export/{id}?token={token}"),
         export_id: id,
@@ -268,15 +265,6 @@ pub async fn create(
     })
 }
 
-#[derive(FromRow)]
-struct ExportRow {
-    user_id: String,
-    token_hash: String,
-    file_name: String,
-    format: String,
-    expires_at: i64,
-}
-
 /// A finished export's bytes and content type, for the holder of its token.
 pub async fn download(
     app: &App,
@@ -284,13 +272,9 @@ pub async fn download(
     token: Option<&str>,
 ) -> ApiResult<(String, Vec<u8>)> {
     let not_found = || ApiError::new(ErrorCode::NotFound, "Export not found");
-    let row: ExportRow = on!(&app.db.pool, |c| sqlx::query_as(
-        "SELECT user_id, token_hash, file_name, format, expires_at FROM exports WHERE id = $1",
-    )
-    .bind(export_id)
-    .fetch_optional(c)
-    .await)?
-    .ok_or_else(not_found)?;
+    let row = exports::by_id(&app.db.pool, export_id)
+        .await?
+        .ok_or_else(not_found)?;
     let presented = sha256_hex(token.unwrap_or_default().as_bytes());
     let matches: bool =
         subtle::ConstantTimeEq::ct_eq(presented.as_bytes(), row.token_hash.as_bytes()).into();
@@ -316,21 +300,9 @@ pub async fn download(
 
 /// Deletes exports whose links have expired (called by the background sweeper).
 pub async fn sweep(app: &App) -> anyhow::Result<()> {
-    let expired: Vec<(String, String)> = on!(&app.db.pool, |c| sqlx::query_as(
-        "SELECT id, file_name FROM exports WHERE expires_at <= $1"
-    )
-    .bind(now_ms())
-    .fetch_all(c)
-    .await)?;
-    for (id, file_name) in expired {
-        let _ = tokio::fs::remove_file(export_dir(app).join(&file_name)).await;
-        on!(&app.db.pool, |c| sqlx::query(
-            "DELETE FROM exports WHERE id = $1"
-        )
-        .bind(&id)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected()))?;
+    for export in exports::expired(&app.db.pool, now_ms()).await? {
+        let _ = tokio::fs::remove_file(export_dir(app).join(&export.file_name)).await;
+        exports::delete(&app.db.pool, &export.id).await?;
     }
     Ok(())
 }

@@ -23,10 +23,15 @@ pub fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// The server's state on `dir` (SQLite there, or `DATABASE_URL`), with `settings` over the
-/// defaults and any other `TRADEHOST_…` setting from the environment.
+/// The server's state on `dir`: SQLite there or, when `DATABASE_URL` names a PostgreSQL server,
+/// a new database of its own on that server; `settings` over the defaults and any other
+/// `TRADEHOST_…` setting from the environment.
 pub async fn app(dir: &Path, settings: &[(&str, &str)]) -> App {
     let data_dir = dir.to_string_lossy().to_string();
+    let database_url = match std::env::var("DATABASE_URL") {
+        Ok(url) if url.starts_with("postgres") => Some(fresh_postgres_database(&url).await),
+        _ => None,
+    };
     let settings: BTreeMap<String, String> = settings
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -34,6 +39,7 @@ pub async fn app(dir: &Path, settings: &[(&str, &str)]) -> App {
     let lookup = move |name: &str| match name {
         _ if settings.contains_key(name) => settings.get(name).cloned(),
         "TRADEHOST_DATA_DIR" => Some(data_dir.clone()),
+        "DATABASE_URL" if database_url.is_some() => database_url.clone(),
         "JWT_SECRET_KEY" => Some("benchmark-secret-benchmark-secret-0123".into()),
         "VAULT_ENCRYPTION_KEY" => Some("00".repeat(32)),
         _ => std::env::var(name).ok(),
@@ -41,6 +47,20 @@ pub async fn app(dir: &Path, settings: &[(&str, &str)]) -> App {
     let figment = AppConfig::rocket_figment(&lookup).unwrap();
     let config = AppConfig::load(&figment, &lookup).unwrap();
     App::init(config).await.unwrap()
+}
+
+/// Creates an empty database on the PostgreSQL server of `url` and returns its URL (each case of
+/// a benchmark starts from nothing, as on SQLite's fresh directory).
+async fn fresh_postgres_database(url: &str) -> String {
+    use sqlx::Connection;
+    let name = format!("th_bench_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let base = url.rsplit_once('/').map_or(url, |(base, _)| base);
+    format!("{base}/{name}")
 }
 
 /// The workspace's root (plugins are built under it).
@@ -80,9 +100,7 @@ pub async fn start_bots(app: &App, count: u64, strategy: &str) {
         .await
         .unwrap();
         // The top tier, so the daily trade limit does not end the churn within the run.
-        sqlx::query("UPDATE users SET subscription_tier = 'enterprise' WHERE id = $1")
-            .bind(&id)
-            .execute(app.db.pool.as_sqlite())
+        users::set_tier(&app.db.pool, &id, "enterprise", now)
             .await
             .unwrap();
         let user = Principal::of_user(users::by_id(&app.db.pool, &id).await.unwrap().unwrap());

@@ -164,11 +164,11 @@ pub async fn detail(app: &App, user_id: &str) -> ApiResult<UserDetail> {
                     .map(iso8601),
             },
             trading: UserTrading {
-                total_trades: totals.trades as usize,
+                total_trades: totals.sums.trades as usize,
                 total_pnl: account
                     .as_ref()
                     .map_or(0.0, |a| float(a.realized_pnl - a.fees_paid)),
-                win_rate: totals.win_rate(),
+                win_rate: totals.sums.win_rate(),
                 active_positions: positions::count_open(db, &Filter::user(user_id)).await?,
                 bot_status: bots::bot(db, user_id)
                     .await?

@@ -20,7 +20,7 @@ use crate::engine::accounting::float;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::store::audit::{self, Actor};
 use crate::store::billing::{self as rows, Payment, SubscriptionRow};
-use crate::store::{self, iso8601, new_id, now_ms, on, users};
+use crate::store::{self, iso8601, new_id, now_ms, positions, users};
 
 use crate::store::DAY_MS;
 
@@ -810,7 +810,7 @@ pub async fn usage(app: &App, user: &Principal) -> ApiResult<Usage> {
         rows::opens_since(db, &user.user_id, now.div_euclid(DAY_MS) * DAY_MS).await?;
     app.usage.flush_user(app, &user.user_id).await?;
     let api_calls = rows::api_calls_since(db, &user.user_id, start.div_euclid(DAY_MS)).await?;
-    let peak = peak_concurrent(app, &user.user_id, start).await?;
+    let peak = positions::peak_open(&app.db.pool, &user.user_id, start).await?;
     let brokers = store::brokers::list(db, &user.user_id).await?.len() as i64;
     let days = ((end - start) as f64 / DAY_MS as f64).ceil().max(1.0) as i64;
     let counters = UsageCounters {
@@ -869,40 +869,13 @@ pub async fn usage(app: &App, user: &Principal) -> ApiResult<Usage> {
     })
 }
 
-/// The most positions open at once since `since`, replaying the ledger.
-async fn peak_concurrent(app: &App, user_id: &str, since: i64) -> ApiResult<i64> {
-    let rows: Vec<(String, String, i64)> = on!(&app.db.pool, |c| {
-        sqlx::query_as(
-            "SELECT position_id, action, created_at FROM ledger WHERE user_id = $1 ORDER BY created_at, action",
-        )
-        .bind(user_id)
-        .fetch_all(c)
-        .await
-    })?;
-    let mut open = std::collections::HashSet::new();
-    let mut peak = 0usize;
-    for (position_id, action, at) in rows {
-        if action == "OPEN" {
-            open.insert(position_id);
-        } else {
-            let _ = open.remove(&position_id);
-        }
-        if at >= since {
-            peak = peak.max(open.len());
-        }
-    }
-    let still_open =
-        crate::store::positions::count_open(&app.db.pool, &crate::store::Filter::user(user_id))
-            .await? as usize;
-    Ok(peak.max(still_open) as i64)
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
     use crate::billing::provider::PaymentProvider;
+    use crate::store::on;
 
     /// Records every charge, checks that a pending payment under its key was written first, and
     /// declines one customer.

@@ -288,8 +288,8 @@ pub async fn status(app: &App, user: &Principal) -> ApiResult<Status> {
         engine_status: engine_status.into(),
         last_activity: summary.last_scan_at.map(iso8601),
         stats: StatusStats {
-            total_trades: summary.totals.trades,
-            total_pnl: round2(float(summary.totals.net_pnl)),
+            total_trades: summary.totals.sums.trades,
+            total_pnl: round2(float(summary.totals.sums.net_pnl)),
             active_positions: summary.active_positions,
         },
     })
@@ -343,11 +343,11 @@ pub async fn pnl(app: &App, user: &Principal) -> ApiResult<Pnl> {
     let totals = summary.totals;
     Ok(Pnl {
         user_id: user.user_id.clone(),
-        total_trades: totals.trades,
-        win_rate: totals.win_rate_pct(),
-        total_pnl: round2(float(totals.net_pnl)),
-        total_profit: round2(float(totals.profit)),
-        total_loss: round2(-float(totals.loss)),
+        total_trades: totals.sums.trades,
+        win_rate: totals.sums.win_rate_pct(),
+        total_pnl: round2(float(totals.sums.net_pnl)),
+        total_profit: round2(float(totals.sums.profit)),
+        total_loss: round2(-float(totals.sums.loss)),
         active_positions: summary.active_positions,
     })
 }

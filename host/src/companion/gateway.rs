@@ -217,7 +217,7 @@ pub async fn performance(
     let since = period_start(period, now_ms())?;
     // All time from the account's running totals; a window summed by the database.
     let totals = if since == 0 {
-        store_totals::get(&app.db.pool, &user.user_id).await?.sums()
+        store_totals::get(&app.db.pool, &user.user_id).await?.sums
     } else {
         trades::sums_since(&app.db.pool, &user.user_id, since).await?
     };

@@ -287,16 +287,16 @@ async fn statistics_of(app: &App, owner: &Owner) -> ApiResult<Statistics> {
         None => AccountTotals::combine(&totals::all(&app.db).await?),
     };
     Ok(Statistics {
-        total_trades: totals.trades,
-        total_pnl: float(totals.net_pnl),
-        avg_pnl: totals.avg_pnl().map(float),
-        winners: totals.winners,
-        losers: totals.losers,
+        total_trades: totals.sums.trades,
+        total_pnl: float(totals.sums.net_pnl),
+        avg_pnl: totals.sums.avg_pnl().map(float),
+        winners: totals.sums.winners,
+        losers: totals.sums.losers,
         best_trade: totals.best_trade.map(float),
         worst_trade: totals.worst_trade.map(float),
         total_fees: float(totals.fees),
         open_positions: positions::count_open(&app.db.pool, &scope(owner, None)).await?,
-        win_rate: totals.win_rate_pct(),
+        win_rate: totals.sums.win_rate_pct(),
     })
 }
 

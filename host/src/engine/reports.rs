@@ -554,7 +554,7 @@ pub async fn stats(app: &App, user: &Principal) -> ApiResult<Stats> {
             all_time_low: low,
         },
         trading: TradingStats {
-            total_trades_all_time: totals.trades as usize,
+            total_trades_all_time: totals.sums.trades as usize,
             total_volume_usd: money(totals.volume),
             total_fees_paid: money(
                 totals.fees

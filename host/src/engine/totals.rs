@@ -15,15 +15,8 @@ use super::trader::DAY_MS;
 /// A winner has net profit above zero, a loser below; a flat trade is neither and ends a streak.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AccountTotals {
-    pub trades: u64,
-    pub winners: u64,
-    pub losers: u64,
-    /// Sum of net profits (after fees).
-    pub net_pnl: Decimal,
-    /// Sum of the winners' net profits.
-    pub profit: Decimal,
-    /// Sum of the losers' net profits (zero or negative).
-    pub loss: Decimal,
+    /// Counts and profit sums: what a window of the trades has as well.
+    pub sums: Sums,
     pub fees: Decimal,
     /// Notional traded: each trade's entry size plus its exit value.
     pub volume: Decimal,
@@ -49,54 +42,72 @@ pub struct Sums {
     pub trades: u64,
     pub winners: u64,
     pub losers: u64,
+    /// Sum of net profits (after fees).
     pub net_pnl: Decimal,
     /// The winners' net profit.
     pub profit: Decimal,
-    /// The losers' net loss (negative).
+    /// The losers' net loss (zero or negative).
     pub loss: Decimal,
 }
 
 impl Sums {
+    /// Counts one more trade of net profit `net`: a sign of zero is neither a winner nor a loser.
+    fn add(&mut self, net: Decimal) {
+        self.trades += 1;
+        self.net_pnl += net;
+        if net > Decimal::ZERO {
+            self.winners += 1;
+            self.profit += net;
+        } else if net < Decimal::ZERO {
+            self.losers += 1;
+            self.loss += net;
+        }
+    }
+
+    fn merge(&mut self, other: &Sums) {
+        self.trades += other.trades;
+        self.winners += other.winners;
+        self.losers += other.losers;
+        self.net_pnl += other.net_pnl;
+        self.profit += other.profit;
+        self.loss += other.loss;
+    }
+
     /// Winners in percent of the trades, to hundredths (0 without trades).
     pub fn win_rate_pct(&self) -> f64 {
         win_rate_pct(self.winners, self.trades)
     }
+
+    /// Winners as a fraction of the trades (0 without trades).
+    pub fn win_rate(&self) -> f64 {
+        win_rate(self.winners, self.trades)
+    }
+
+    /// Net profit of the winners over the losers' net loss (`metrics::profit_factor`: capped, and
+    /// the cap when nothing was lost but something won).
+    pub fn profit_factor(&self) -> f64 {
+        super::metrics::profit_factor(
+            super::accounting::float(self.profit),
+            super::accounting::float(self.loss),
+        )
+    }
+
+    /// Mean net profit per trade, to 8 decimal places (none without trades).
+    pub fn avg_pnl(&self) -> Option<Decimal> {
+        (self.trades > 0).then(|| (self.net_pnl / Decimal::from(self.trades)).round_dp(8))
+    }
 }
 
 impl AccountTotals {
-    /// The counts and sums of the totals.
-    pub fn sums(&self) -> Sums {
-        Sums {
-            trades: self.trades,
-            winners: self.winners,
-            losers: self.losers,
-            net_pnl: self.net_pnl,
-            profit: self.profit,
-            loss: self.loss,
-        }
-    }
-
     /// Counts one more completed trade (trades are added in the order they close).
     pub fn add(&mut self, trade: &CompletedTrade) {
         let net = trade.net_pnl;
-        self.trades += 1;
-        self.net_pnl += net;
+        self.sums.add(net);
         self.fees += trade.fees;
         self.volume += trade.size_usd + (trade.exit_price * trade.quantity).round_dp(SCALE);
         self.best_trade = Some(self.best_trade.map_or(net, |best| best.max(net)));
         self.worst_trade = Some(self.worst_trade.map_or(net, |worst| worst.min(net)));
         let sign = i64::from(net > Decimal::ZERO) - i64::from(net < Decimal::ZERO);
-        match sign {
-            1 => {
-                self.winners += 1;
-                self.profit += net;
-            }
-            -1 => {
-                self.losers += 1;
-                self.loss += net;
-            }
-            _ => {}
-        }
         if sign == 0 {
             self.streak = 0;
             self.streak_started_at = None;
@@ -121,12 +132,7 @@ impl AccountTotals {
     pub fn combine<'a>(accounts: impl IntoIterator<Item = &'a AccountTotals>) -> Self {
         let mut all = Self::default();
         for t in accounts {
-            all.trades += t.trades;
-            all.winners += t.winners;
-            all.losers += t.losers;
-            all.net_pnl += t.net_pnl;
-            all.profit += t.profit;
-            all.loss += t.loss;
+            all.sums.merge(&t.sums);
             all.fees += t.fees;
             all.volume += t.volume;
             all.hold_ms += t.hold_ms;
@@ -139,16 +145,6 @@ impl AccountTotals {
             all.last_closed_at = all.last_closed_at.max(t.last_closed_at);
         }
         all
-    }
-
-    /// Winners in percent of completed trades, to hundredths (0 without trades).
-    pub fn win_rate_pct(&self) -> f64 {
-        win_rate_pct(self.winners, self.trades)
-    }
-
-    /// Winners as a fraction of completed trades (0 without trades).
-    pub fn win_rate(&self) -> f64 {
-        win_rate(self.winners, self.trades)
     }
 
     /// The run at the end as the statistics show it.
@@ -164,27 +160,13 @@ impl AccountTotals {
         }
     }
 
-    /// Net profit of the winners over the losers' net loss (`metrics::profit_factor`: capped, and
-    /// the cap when nothing was lost but something won).
-    pub fn profit_factor(&self) -> f64 {
-        super::metrics::profit_factor(
-            super::accounting::float(self.profit),
-            super::accounting::float(self.loss),
-        )
-    }
-
     /// Mean hold of a completed trade in milliseconds (0 without trades).
     pub fn avg_hold_ms(&self) -> f64 {
-        if self.trades == 0 {
+        if self.sums.trades == 0 {
             0.0
         } else {
-            self.hold_ms as f64 / self.trades as f64
+            self.hold_ms as f64 / self.sums.trades as f64
         }
-    }
-
-    /// Mean net profit per trade, to 8 decimal places (none without trades).
-    pub fn avg_pnl(&self) -> Option<Decimal> {
-        (self.trades > 0).then(|| (self.net_pnl / Decimal::from(self.trades)).round_dp(8))
     }
 }
 
@@ -333,25 +315,25 @@ mod tests {
     #[test]
     fn sums_are_exact_and_results_are_counted_by_sign() {
         let t = totals(&["0.1", "0.2", "-0.3", "0", "1.005"]);
-        assert_eq!(t.trades, 5);
-        assert_eq!((t.winners, t.losers), (3, 1));
-        assert_eq!(t.net_pnl, "1.005".parse::<Decimal>().unwrap());
-        assert_eq!(t.profit, "1.305".parse::<Decimal>().unwrap());
-        assert_eq!(t.loss, "-0.3".parse::<Decimal>().unwrap());
+        assert_eq!(t.sums.trades, 5);
+        assert_eq!((t.sums.winners, t.sums.losers), (3, 1));
+        assert_eq!(t.sums.net_pnl, "1.005".parse::<Decimal>().unwrap());
+        assert_eq!(t.sums.profit, "1.305".parse::<Decimal>().unwrap());
+        assert_eq!(t.sums.loss, "-0.3".parse::<Decimal>().unwrap());
         assert_eq!(t.fees, "0.5".parse::<Decimal>().unwrap());
         // 50 entry + 0.5 × 110 exit, five times.
         assert_eq!(t.volume, Decimal::from(525));
         assert_eq!(t.best_trade, Some("1.005".parse().unwrap()));
         assert_eq!(t.worst_trade, Some("-0.3".parse().unwrap()));
-        assert_eq!(t.win_rate_pct(), 60.0);
-        assert!((t.profit_factor() - 1.305 / 0.3).abs() < 1e-12);
+        assert_eq!(t.sums.win_rate_pct(), 60.0);
+        assert!((t.sums.profit_factor() - 1.305 / 0.3).abs() < 1e-12);
         // Winners only: the cap, never 0 (a risk rule on a low profit factor must not fire).
         assert_eq!(
-            totals(&["1", "2"]).profit_factor(),
+            totals(&["1", "2"]).sums.profit_factor(),
             crate::engine::metrics::PROFIT_FACTOR_CAP
         );
-        assert_eq!(totals(&["0"]).profit_factor(), 0.0);
-        assert_eq!(t.avg_pnl(), Some("0.201".parse().unwrap()));
+        assert_eq!(totals(&["0"]).sums.profit_factor(), 0.0);
+        assert_eq!(t.sums.avg_pnl(), Some("0.201".parse().unwrap()));
     }
 
     #[test]
@@ -440,13 +422,16 @@ mod tests {
     #[test]
     fn no_trades_means_no_rates_and_combined_accounts_add_up() {
         let none = AccountTotals::default();
-        assert_eq!(none.win_rate_pct(), 0.0);
-        assert_eq!(none.avg_pnl(), None);
+        assert_eq!(none.sums.win_rate_pct(), 0.0);
+        assert_eq!(none.sums.avg_pnl(), None);
         let a = totals(&["2", "-1"]);
         let b = totals(&["5"]);
         let all = AccountTotals::combine([&a, &b, &none]);
-        assert_eq!((all.trades, all.winners, all.losers), (3, 2, 1));
-        assert_eq!(all.net_pnl, Decimal::from(6));
+        assert_eq!(
+            (all.sums.trades, all.sums.winners, all.sums.losers),
+            (3, 2, 1)
+        );
+        assert_eq!(all.sums.net_pnl, Decimal::from(6));
         assert_eq!(all.best_trade, Some(Decimal::from(5)));
         assert_eq!(all.worst_trade, Some(Decimal::from(-1)));
         assert_eq!(all.streak, 0);

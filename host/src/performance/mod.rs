@@ -112,17 +112,17 @@ impl TradeFigures {
             }
         };
         TradeFigures {
-            total: t.trades,
-            winners: t.winners,
-            losers: t.losers,
-            win_rate_pct: t.win_rate_pct(),
-            avg_win: mean(t.profit, t.winners),
-            avg_loss: mean(-t.loss, t.losers),
-            profit_factor: round2(t.profit_factor()),
+            total: t.sums.trades,
+            winners: t.sums.winners,
+            losers: t.sums.losers,
+            win_rate_pct: t.sums.win_rate_pct(),
+            avg_win: mean(t.sums.profit, t.sums.winners),
+            avg_loss: mean(-t.sums.loss, t.sums.losers),
+            profit_factor: round2(t.sums.profit_factor()),
             longest_winning_streak: t.longest_win_streak,
             longest_losing_streak: t.longest_loss_streak,
             avg_hold_hours: round2(t.avg_hold_ms() / 3_600_000.0),
-            net_pnl: round2(float(t.net_pnl)),
+            net_pnl: round2(float(t.sums.net_pnl)),
         }
     }
 }

@@ -45,7 +45,7 @@ impl Default for Limits {
 }
 
 /// Plugin instances that may exist at once (each call holds one while it runs). Slots are
-/// reserved up front, so instantiating is a matter of reusing one (copy-on-write memory images).
+/// reserved up front, so instantiating is a matter of reusing one (its memory zeroed in place).
 const MAX_CONCURRENT_INSTANCES: u32 = 256;
 /// The low part of each pooled linear memory kept mapped between calls, its touched pages zeroed
 /// in place: a guest's stack, data and a scan's heap. Only slots in use recently hold pages (a

@@ -48,6 +48,7 @@ pub mod bots;
 pub mod brokers;
 pub mod decimal;
 pub mod durability;
+pub mod exports;
 pub mod flags;
 pub mod ledger;
 pub mod notifications;
@@ -69,6 +70,8 @@ pub mod trades;
 pub mod users;
 pub mod webhook_keys;
 
+/// For tests that set up rows no store function writes.
+#[cfg(test)]
 pub(crate) use on;
 
 use std::ops::{Deref, DerefMut};
@@ -701,10 +704,13 @@ mod migration_tests {
             );
         let u1 = totals::get(&db.pool, "u1").await.unwrap();
         assert_eq!(u1, expected);
-        assert_eq!((u1.trades, u1.winners, u1.losers, u1.streak), (5, 3, 1, 1));
+        assert_eq!(
+            (u1.sums.trades, u1.sums.winners, u1.sums.losers, u1.streak),
+            (5, 3, 1, 1)
+        );
         assert_eq!((u1.longest_win_streak, u1.longest_loss_streak), (2, 1));
         assert_eq!(u1.hold_ms, 15);
-        assert_eq!(u1.net_pnl, "1.005".parse().unwrap());
+        assert_eq!(u1.sums.net_pnl, "1.005".parse().unwrap());
         let days = totals::days_since(&db.pool, "u1", 0).await.unwrap();
         assert_eq!(days.len(), 1);
         assert_eq!((days[0].day, days[0].symbol.as_str()), (0, "BTC-USD"));
@@ -712,7 +718,7 @@ mod migration_tests {
         assert_eq!((tally.trades, tally.winners, tally.losers), (5, 3, 1));
         assert_eq!(tally.net_pnl, "1.005".parse().unwrap());
         assert_eq!(tally.size_usd, "250".parse().unwrap());
-        assert_eq!(totals::get(&db.pool, "u2").await.unwrap().trades, 0);
+        assert_eq!(totals::get(&db.pool, "u2").await.unwrap().sums.trades, 0);
         // Migrating again changes nothing; a trade booked now is added to the row.
         db.migrate().await.unwrap();
         assert_eq!(totals::get(&db.pool, "u1").await.unwrap(), expected);
@@ -724,8 +730,11 @@ mod migration_tests {
         trades::insert_trade(&mut tx, "u1", &trade).await.unwrap();
         tx.commit().await.unwrap();
         let after = totals::get(&db.pool, "u1").await.unwrap();
-        assert_eq!((after.trades, after.losers, after.streak), (6, 2, -1));
-        assert_eq!(after.net_pnl, "-0.995".parse().unwrap());
+        assert_eq!(
+            (after.sums.trades, after.sums.losers, after.streak),
+            (6, 2, -1)
+        );
+        assert_eq!(after.sums.net_pnl, "-0.995".parse().unwrap());
         assert_eq!(after.worst_trade, Some("-2".parse().unwrap()));
         let day = &totals::days_since(&db.pool, "u1", 0).await.unwrap()[0].tally;
         assert_eq!((day.trades, day.losers), (6, 2));

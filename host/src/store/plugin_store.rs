@@ -47,18 +47,17 @@ pub async fn write(
         .filter(|(_, value)| value.is_none())
         .map(|(key, _)| *key)
         .collect();
-    let now = now_ms();
-    match (sets.is_empty(), removals.is_empty()) {
-        (true, true) => return Ok(()),
-        (false, true) => set(&db.grouped, plugin, scope, &sets, now).await?,
-        (true, false) => remove(&db.grouped, plugin, scope, &removals).await?,
-        (false, false) => {
-            let mut tx = db.begin_grouped().await?;
-            set(&mut *tx, plugin, scope, &sets, now).await?;
-            remove(&mut *tx, plugin, scope, &removals).await?;
-            tx.commit().await?;
-        }
+    if sets.is_empty() && removals.is_empty() {
+        return Ok(());
     }
+    let mut tx = db.begin_grouped().await?;
+    if !sets.is_empty() {
+        set(&mut *tx, plugin, scope, &sets, now_ms()).await?;
+    }
+    if !removals.is_empty() {
+        remove(&mut *tx, plugin, scope, &removals).await?;
+    }
+    tx.commit().await?;
     db.durable().await;
     Ok(())
 }

@@ -134,6 +134,33 @@ pub async fn count_open<'e>(exec: impl Executes<'e>, filter: &Filter) -> sqlx::R
     })
 }
 
+/// The most positions the user held open at once at any time from `since` on: a running count
+/// over the opens and closes of the positions that were open at some point of that window (a
+/// close at the same millisecond as an open counts first).
+pub async fn peak_open<'e>(
+    exec: impl Executes<'e>,
+    user_id: &str,
+    since: i64,
+) -> sqlx::Result<i64> {
+    on!(exec, |c| sqlx::query_scalar(
+        "WITH events (at, delta) AS ( \
+             SELECT opened_at, 1 FROM positions \
+             WHERE user_id = $1 AND (closed_at IS NULL OR closed_at >= $2) \
+             UNION ALL SELECT closed_at, -1 FROM positions \
+             WHERE user_id = $1 AND closed_at IS NOT NULL AND closed_at >= $2 \
+             UNION ALL SELECT CAST($2 AS BIGINT), 0 \
+         ), running AS ( \
+             SELECT at, SUM(delta) OVER (ORDER BY at, delta ROWS UNBOUNDED PRECEDING) AS open_now \
+             FROM events \
+         ) \
+         SELECT CAST(COALESCE(MAX(open_now), 0) AS BIGINT) FROM running WHERE at >= $2",
+    )
+    .bind(user_id)
+    .bind(since)
+    .fetch_one(c)
+    .await)
+}
+
 /// A position's pending-close columns (empty when no close is pending).
 struct CloseColumns {
     reason: Option<String>,
@@ -251,4 +278,70 @@ pub async fn update_closing<'e>(
         .map(|done| done.rows_affected())
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use rust_decimal::Decimal;
+
+    use super::*;
+    use crate::store::testing::{sqlite, user};
+
+    fn position(id: &str, symbol: &str, opened_at_ms: i64) -> Position {
+        Position {
+            id: id.into(),
+            broker: "paper".into(),
+            strategy: "ema-cross".into(),
+            symbol: symbol.into(),
+            side: Side::Long,
+            quantity: Decimal::ONE,
+            entry_price: Decimal::TEN,
+            cost: Decimal::TEN,
+            entry_fees: Decimal::ZERO,
+            stop_loss: None,
+            take_profit: None,
+            trail_pct: None,
+            extreme_price: Decimal::TEN,
+            current_price: Decimal::TEN,
+            opened_at_ms,
+            closing: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_peak_counts_what_was_open_together_within_the_window() {
+        let (db, _dir) = sqlite().await;
+        user(&db.pool, "u1").await;
+        user(&db.pool, "u2").await;
+        // (id, opened, closed): a and b overlap before the window; b, c and d overlap inside it
+        // (c closes at the millisecond d opens, so those two never count together); e is open.
+        let spans = [
+            ("a", 10, Some(40)),
+            ("b", 20, Some(120)),
+            ("c", 110, Some(130)),
+            ("d", 130, Some(150)),
+            ("e", 140, None),
+        ];
+        for (n, (id, opened, closed)) in spans.into_iter().enumerate() {
+            let mut p = position(id, &format!("S{n}-USD"), opened);
+            insert_position(&db.pool, "u1", &p, opened).await.unwrap();
+            if let Some(closed) = closed {
+                p.quantity = Decimal::ZERO;
+                update_position(&db.pool, &p, closed).await.unwrap();
+            }
+        }
+        // Another user's positions never count.
+        for n in 0..5 {
+            let p = position(&format!("other-{n}"), &format!("O{n}-USD"), 115);
+            insert_position(&db.pool, "u2", &p, 115).await.unwrap();
+        }
+        assert_eq!(peak_open(&db.pool, "u1", 0).await.unwrap(), 2);
+        // From 100: b is open at the start, c joins (2), d replaces c, e joins (2).
+        assert_eq!(peak_open(&db.pool, "u1", 100).await.unwrap(), 2);
+        // From 145 only d and e: both open at the start of the window.
+        assert_eq!(peak_open(&db.pool, "u1", 145).await.unwrap(), 2);
+        assert_eq!(peak_open(&db.pool, "u1", 200).await.unwrap(), 1);
+        assert_eq!(peak_open(&db.pool, "nobody", 0).await.unwrap(), 0);
+        assert_eq!(peak_open(&db.pool, "u2", 0).await.unwrap(), 5);
+    }
 }

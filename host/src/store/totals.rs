@@ -12,7 +12,7 @@ use sqlx::FromRow;
 use super::{Db, now_ms};
 use super::{StoredDecimal, flags, trades};
 use crate::engine::accounting::CompletedTrade;
-use crate::engine::totals::{AccountTotals, DayTotals, Tally, utc_day};
+use crate::engine::totals::{AccountTotals, DayTotals, Sums, Tally, utc_day};
 
 /// Set once the totals of trades booked before the table existed have been computed.
 const BACKFILLED_FLAG: &str = "account_totals_backfilled";
@@ -45,12 +45,14 @@ struct TotalsRow {
 impl TotalsRow {
     fn into_totals(self) -> sqlx::Result<AccountTotals> {
         Ok(AccountTotals {
-            trades: self.trades.max(0) as u64,
-            winners: self.winners.max(0) as u64,
-            losers: self.losers.max(0) as u64,
-            net_pnl: self.net_pnl.0,
-            profit: self.profit.0,
-            loss: self.loss.0,
+            sums: Sums {
+                trades: self.trades.max(0) as u64,
+                winners: self.winners.max(0) as u64,
+                losers: self.losers.max(0) as u64,
+                net_pnl: self.net_pnl.0,
+                profit: self.profit.0,
+                loss: self.loss.0,
+            },
             fees: self.fees.0,
             volume: self.volume.0,
             best_trade: StoredDecimal::opt(self.best_trade),
@@ -102,12 +104,12 @@ async fn put(
              ON CONFLICT (user_id) {on_conflict}"
         ))
         .bind(user_id)
-        .bind(t.trades as i64)
-        .bind(t.winners as i64)
-        .bind(t.losers as i64)
-        .bind(StoredDecimal(t.net_pnl))
-        .bind(StoredDecimal(t.profit))
-        .bind(StoredDecimal(t.loss))
+        .bind(t.sums.trades as i64)
+        .bind(t.sums.winners as i64)
+        .bind(t.sums.losers as i64)
+        .bind(StoredDecimal(t.sums.net_pnl))
+        .bind(StoredDecimal(t.sums.profit))
+        .bind(StoredDecimal(t.sums.loss))
         .bind(StoredDecimal(t.fees))
         .bind(StoredDecimal(t.volume))
         .bind(t.best_trade.map(StoredDecimal))

@@ -139,7 +139,7 @@ pub async fn count(db: &Db, filter: &Filter) -> sqlx::Result<i64> {
     if filter.is_whole_account()
         && let Some(user_id) = &filter.user_id
     {
-        return Ok(super::totals::get(&db.pool, user_id).await?.trades as i64);
+        return Ok(super::totals::get(&db.pool, user_id).await?.sums.trades as i64);
     }
     on!(db, |c, DB| {
         let mut args = <DB as Database>::Arguments::default();
