@@ -100,5 +100,6 @@ fn main() {
             measure(&app, label, secs).await;
             println!("{label}: {} log flushes", app.db.sync.flushes());
         }
+        support::drop_created_databases().await;
     });
 }

@@ -193,5 +193,6 @@ fn main() {
             bots * 2,
             managed.as_secs_f64(),
         );
+        support::drop_created_databases().await;
     });
 }

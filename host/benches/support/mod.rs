@@ -49,18 +49,47 @@ pub async fn app(dir: &Path, settings: &[(&str, &str)]) -> App {
     App::init(config).await.unwrap()
 }
 
+/// The PostgreSQL databases the benchmark created, with the URL of their server.
+static CREATED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
 /// Creates an empty database on the PostgreSQL server of `url` and returns its URL (each case of
 /// a benchmark starts from nothing, as on SQLite's fresh directory).
 async fn fresh_postgres_database(url: &str) -> String {
-    use sqlx::Connection;
     let name = format!("th_bench_{}", uuid::Uuid::new_v4().simple());
-    let mut admin = sqlx::PgConnection::connect(url).await.unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut admin)
+    admin(url, &format!("CREATE DATABASE {name}")).await;
+    CREATED
+        .lock()
+        .unwrap()
+        .push((url.to_string(), name.clone()));
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let base = base.rsplit_once('/').map_or(base, |(base, _)| base);
+    match query {
+        Some(query) => format!("{base}/{name}?{query}"),
+        None => format!("{base}/{name}"),
+    }
+}
+
+/// Drops the PostgreSQL databases the benchmark created (their apps' pools closed first).
+pub async fn drop_created_databases() {
+    let created = std::mem::take(&mut *CREATED.lock().unwrap());
+    for (url, name) in created {
+        admin(
+            &url,
+            &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+        )
+        .await;
+    }
+}
+
+async fn admin(url: &str, statement: &str) {
+    use sqlx::Connection;
+    let mut connection = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(statement.to_string()))
+        .execute(&mut connection)
         .await
         .unwrap();
-    let base = url.rsplit_once('/').map_or(url, |(base, _)| base);
-    format!("{base}/{name}")
 }
 
 /// The workspace's root (plugins are built under it).
