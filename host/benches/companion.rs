@@ -508,12 +508,20 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
             },
             fill(quantity, entry, opened_at),
         );
-        positions::insert_position(&mut *tx, user_id, &position, opened_at)
+        positions::write(&mut *tx, &[(user_id, &position)], opened_at)
             .await
             .expect("a position");
-        ledger::insert_ledger(&mut *tx, user_id, &new_id(), Some(&new_id()), &open)
-            .await
-            .expect("a ledger row");
+        ledger::insert(
+            &mut *tx,
+            &[ledger::NewRow {
+                user_id,
+                order_id: &new_id(),
+                fill_id: Some(&new_id()),
+                entry: &open,
+            }],
+        )
+        .await
+        .expect("a ledger row");
         events.push(Event {
             at_ms: opened_at,
             cash: float(account.cash),
@@ -533,12 +541,20 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
             new_id(),
             new_id(),
         );
-        positions::update_position(&mut *tx, &position, closed_at)
+        positions::write(&mut *tx, &[(user_id, &position)], closed_at)
             .await
             .expect("the position closes");
-        ledger::insert_ledger(&mut *tx, user_id, &new_id(), Some(&new_id()), &close)
-            .await
-            .expect("a ledger row");
+        ledger::insert(
+            &mut *tx,
+            &[ledger::NewRow {
+                user_id,
+                order_id: &new_id(),
+                fill_id: Some(&new_id()),
+                entry: &close,
+            }],
+        )
+        .await
+        .expect("a ledger row");
         trades::insert_trade(&mut tx, user_id, &trade)
             .await
             .expect("a trade");
@@ -577,12 +593,20 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
             },
             fill(dec(*size, 8), entry, opened_at),
         );
-        positions::insert_position(&mut *tx, user_id, &position, opened_at)
+        positions::write(&mut *tx, &[(user_id, &position)], opened_at)
             .await
             .expect("a position");
-        ledger::insert_ledger(&mut *tx, user_id, &new_id(), Some(&new_id()), &open)
-            .await
-            .expect("a ledger row");
+        ledger::insert(
+            &mut *tx,
+            &[ledger::NewRow {
+                user_id,
+                order_id: &new_id(),
+                fill_id: Some(&new_id()),
+                entry: &open,
+            }],
+        )
+        .await
+        .expect("a ledger row");
         positions_value += side_sign(side) * float(open.notional);
         exposure += float(open.notional);
         events.push(Event {
@@ -593,9 +617,15 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
             open_positions: n + 1,
         });
     }
-    accounts::apply_change(&mut *tx, user_id, &stored, &account, now)
-        .await
-        .expect("the account");
+    accounts::apply_changes(
+        &mut *tx,
+        &[&accounts::AccountChange::between(
+            user_id, &stored, &account,
+        )],
+        now,
+    )
+    .await
+    .expect("the account");
 
     // Tracker snapshots, newest last: one a minute for two days, one an hour before that.
     let mut times: Vec<i64> = (0..snapshots as i64)

@@ -11,7 +11,8 @@
 //! - the same with `TRADEHOST_GROUP_COMMIT=false`, every booking waiting for its own flush (the
 //!   reference for group commit).
 //!
-//! `BENCH_BOTS` (default 2000) and `BENCH_SECS` (default 10) change the size; `DATABASE_URL`
+//! `BENCH_BOTS` (default 2000) and `BENCH_SECS` (default 10) change the size; `BENCH_CASES`
+//! (a comma-separated subset of `idle,fills,flush`, default all) picks the cases; `DATABASE_URL`
 //! naming a PostgreSQL server runs each case on a new database there (group commit is then
 //! PostgreSQL's own: the flush-per-commit case is the same run twice).
 
@@ -79,13 +80,17 @@ async fn measure(app: &App, label: &str, secs: u64) {
 fn main() {
     let bots = env_or("BENCH_BOTS", 2000);
     let secs = env_or("BENCH_SECS", 10);
+    let cases = std::env::var("BENCH_CASES").unwrap_or_else(|_| "idle,fills,flush".into());
+    let case = |name: &str| cases.split(',').any(|c| c.trim() == name);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         // No trades: the strict risk rule denies every order on a market that barely moves.
-        let dir = tempfile::tempdir().unwrap();
-        let app = app(dir.path(), true).await;
-        bots_that_place_nothing(&app, bots, "ema-cross").await;
-        measure(&app, "no trades", secs).await;
+        if case("idle") {
+            let dir = tempfile::tempdir().unwrap();
+            let app = app(dir.path(), true).await;
+            bots_that_place_nothing(&app, bots, "ema-cross").await;
+            measure(&app, "no trades", secs).await;
+        }
 
         // With trades: every scan of every bot fills an order per symbol; bookings share disk
         // flushes, then (the reference) each waits for its own.
@@ -93,6 +98,9 @@ fn main() {
             ("with trades", true),
             ("with trades, a flush per commit", false),
         ] {
+            if !case(if group_commit { "fills" } else { "flush" }) {
+                continue;
+            }
             let dir = tempfile::tempdir().unwrap();
             let app = self::app(dir.path(), group_commit).await;
             upload(&app, "plugins/testing/guest-churn", "guest_churn.wasm").await;

@@ -115,7 +115,7 @@ async fn open_positions(app: &App, users: &[String]) {
                 opened_at_ms: now - DAY_MS,
                 closing: None,
             };
-            positions::insert_position(&app.db.pool, user_id, &position, now)
+            positions::write(&app.db.pool, &[(user_id, &position)], now)
                 .await
                 .unwrap();
         }

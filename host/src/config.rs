@@ -68,6 +68,9 @@ impl Default for FileSettings {
 }
 
 /// The resolved configuration of one server process.
+/// Bot scans run at once unless `TRADEHOST_SCAN_PARALLELISM` says otherwise.
+pub const DEFAULT_SCAN_PARALLELISM: usize = 64;
+
 #[derive(Clone)]
 pub struct AppConfig {
     pub data_dir: PathBuf,
@@ -341,8 +344,10 @@ impl AppConfig {
             bail!("refresh_token_days must be at least 1");
         }
 
-        let scan_parallelism = parse_env(env, "TRADEHOST_SCAN_PARALLELISM")?
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() * 2));
+        // Scans mostly wait (for venues, and for the books' writer, which batches the jobs of the
+        // scans in flight): enough of them at once keep its batches full.
+        let scan_parallelism =
+            parse_env(env, "TRADEHOST_SCAN_PARALLELISM")?.unwrap_or(DEFAULT_SCAN_PARALLELISM);
         if scan_parallelism == 0 {
             bail!("TRADEHOST_SCAN_PARALLELISM must be at least 1");
         }

@@ -85,9 +85,24 @@ pub async fn record<'e>(
     payload: &impl Serialize,
     at: i64,
 ) -> sqlx::Result<()> {
-    let payload = serde_json::to_string(payload).expect("notification payloads serialise");
-    notifications::insert_event(exec, &new_id(), user_id, kind.as_str(), &payload, at).await?;
+    notifications::insert_events(exec, &[&event(user_id, kind, payload, at)]).await?;
     Ok(())
+}
+
+/// The row of an event, for a booking that records it with the books.
+pub fn event(
+    user_id: Option<&str>,
+    kind: Kind,
+    payload: &impl Serialize,
+    at: i64,
+) -> notifications::EventRow {
+    notifications::EventRow {
+        id: new_id(),
+        user_id: user_id.map(str::to_string),
+        kind: kind.as_str().to_string(),
+        payload: serde_json::to_string(payload).expect("notification payloads serialise"),
+        created_at: at,
+    }
 }
 
 /// Records an event on its own (for what is saved without a transaction of its own, such as a

@@ -15,7 +15,8 @@ use super::trader::Trader;
 use crate::App;
 use crate::events::Channel;
 use crate::plugins::bindings::types::AlarmLevel;
-use crate::store::{new_id, now_ms, positions};
+use crate::store::writer::Job;
+use crate::store::{new_id, now_ms};
 
 /// The wait after the first failed attempt; it doubles with each further one.
 const FIRST_RETRY_MS: i64 = 1_000;
@@ -55,12 +56,11 @@ async fn save(
         return Ok(());
     };
     position.closing = Some(closing);
-    // Part of the books: written by their writer (on SQLite a second writer would wait for the
-    // lock) and durable, its flush shared, before anything goes out on it.
-    positions::update_closing(&app.db.grouped, position, now_ms())
+    // Part of the books: written by their writer and durable before anything goes out on it.
+    app.db
+        .write(Job::Closing(Box::new(position.clone())))
         .await
         .map_err(|err| format!("saving a close request: {err}"))?;
-    app.db.durable().await;
     Ok(())
 }
 

@@ -31,11 +31,10 @@ use crate::plugins::bindings::types::{
     self as wire, BrokerError, OrderKind, OrderReport, OrderRequest, OrderSide as WireSide,
 };
 use crate::plugins::{PluginKind, decimal, off_thread};
-use crate::store::orders::{self as rows, FillRow, OrderRow, OrderUpdate};
-use crate::store::reconciliation as baseline_rows;
-use crate::store::{
-    accounts, iso8601, ledger, new_id, now_ms, positions, signals as signal_rows, trades,
-};
+use crate::store::accounts::AccountChange;
+use crate::store::orders::{self as rows, FillRow, OrderChange, OrderRow};
+use crate::store::writer::{BaselineShift, Booking, Job, LedgerWrite, SignalOutcome};
+use crate::store::{iso8601, ledger, new_id, now_ms};
 
 /// The first check of a live order; later ones back off from it.
 const FIRST_CHECK_MS: i64 = 100;
@@ -336,13 +335,16 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
         created_at: now,
         updated_at: now,
     };
-    let db = &app.db.pool;
-    if !rows::insert(&app.db.grouped, &row)
+
+    // The order is on disk before the venue hears of it: it is never sent twice.
+    if !app
+        .db
+        .write(Job::NewOrder(Box::new(row.clone())))
         .await
         .map_err(db_failure)?
     {
         // Decided before: that order stands (it is never sent twice).
-        let existing = rows::by_client_id(db, &plan.client_order_id)
+        let existing = rows::by_client_id(&app.db.pool, &plan.client_order_id)
             .await
             .map_err(db_failure)?
             .ok_or_else(|| OrderFailure::Failed("an order vanished while being placed".into()))?;
@@ -352,8 +354,6 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
             order_id: existing.id,
         });
     }
-    // The order is on disk before the venue hears of it: it is never sent twice.
-    app.db.durable().await;
     trader.live.push(row.clone());
 
     let request = OrderRequest {
@@ -584,18 +584,33 @@ pub async fn record(
             .then_with(|| a.trade_id.cmp(&b.trade_id))
     });
 
+    // Fills booked before: only an order with something booked has any.
+    let booked_before: Vec<String> = if order.filled_quantity > Decimal::ZERO && !fills.is_empty() {
+        rows::booked_trade_ids(&app.db.pool, &order.id)
+            .await
+            .map_err(db_err)?
+    } else {
+        Vec::new()
+    };
+
     let mut account = trader.account.clone();
     let mut touched: HashMap<String, Position> = HashMap::new();
     let mut opened: Option<String> = None;
     let mut booked = order.filled_quantity;
     let mut new_entries: Vec<LedgerEntry> = Vec::new();
+    let mut booking = Booking {
+        user_id: trader.user_id.clone(),
+        ..Booking::default()
+    };
     // Orders written before positions were named at entry open one under their own id.
     let position_id = order
         .position_id
         .clone()
         .unwrap_or_else(|| order.id.clone());
-    let mut tx = app.db.begin_grouped().await.map_err(db_err)?;
     for NewFill { trade_id, fill } in fills {
+        if booked_before.contains(&trade_id) {
+            continue;
+        }
         let fill_row = FillRow {
             id: new_id(),
             order_id: order.id.clone(),
@@ -607,17 +622,11 @@ pub async fn record(
             filled_at: fill.at_ms,
             booked_at: now,
         };
-        if !rows::insert_fill(&mut *tx, &fill_row)
-            .await
-            .map_err(db_err)?
-        {
-            continue; // booked before
-        }
         let current = touched
             .get(&position_id)
             .cloned()
             .or_else(|| trader.position(&position_id).cloned());
-        let entry = if order.is_close() {
+        let (position, entry) = if order.is_close() {
             let Some(mut position) = current else {
                 return Err(format!(
                     "a fill of closing order {} for position {position_id}, which is not open",
@@ -631,60 +640,40 @@ pub async fn record(
                 new_id(),
                 String::new(),
             );
-            positions::update_position(&mut *tx, &position, now)
-                .await
-                .map_err(db_err)?;
-            touched.insert(position_id.clone(), position);
-            entry
+            (position, entry)
+        } else if let Some(mut position) = current {
+            let entry = account.add(&mut position, fill, new_id());
+            (position, entry)
         } else {
-            match current {
-                Some(mut position) => {
-                    let entry = account.add(&mut position, fill, new_id());
-                    positions::update_position(&mut *tx, &position, now)
-                        .await
-                        .map_err(db_err)?;
-                    touched.insert(position_id.clone(), position);
-                    entry
-                }
-                None => {
-                    let side = if order.intent == "open_short" {
-                        Side::Short
-                    } else {
-                        Side::Long
-                    };
-                    let (position, entry) = account.open(
-                        OpenRequest {
-                            position_id: position_id.clone(),
-                            ledger_id: new_id(),
-                            broker: &order.broker,
-                            // Orders written before strategies were recorded belong to the bot's.
-                            strategy: order.strategy.as_deref().unwrap_or(&trader.bot.strategy),
-                            symbol: &order.symbol,
-                            side,
-                            stop_loss: order.stop_loss,
-                            take_profit: order.take_profit,
-                            trail_pct: order.trail_pct,
-                        },
-                        fill,
-                    );
-                    positions::insert_position(&mut *tx, &trader.user_id, &position, now)
-                        .await
-                        .map_err(db_err)?;
-                    opened = Some(position_id.clone());
-                    touched.insert(position_id.clone(), position);
-                    entry
-                }
-            }
+            let side = if order.intent == "open_short" {
+                Side::Short
+            } else {
+                Side::Long
+            };
+            opened = Some(position_id.clone());
+            account.open(
+                OpenRequest {
+                    position_id: position_id.clone(),
+                    ledger_id: new_id(),
+                    broker: &order.broker,
+                    // Orders written before strategies were recorded belong to the bot's.
+                    strategy: order.strategy.as_deref().unwrap_or(&trader.bot.strategy),
+                    symbol: &order.symbol,
+                    side,
+                    stop_loss: order.stop_loss,
+                    take_profit: order.take_profit,
+                    trail_pct: order.trail_pct,
+                },
+                fill,
+            )
         };
-        ledger::insert_ledger(
-            &mut *tx,
-            &trader.user_id,
-            &order.id,
-            Some(&fill_row.id),
-            &entry,
-        )
-        .await
-        .map_err(db_err)?;
+        touched.insert(position_id.clone(), position);
+        booking.ledger.push(LedgerWrite {
+            order_id: order.id.clone(),
+            fill_id: Some(fill_row.id.clone()),
+            entry: entry.clone(),
+        });
+        booking.fills.push(fill_row);
         booked += entry.quantity;
         new_entries.push(entry);
     }
@@ -742,29 +731,16 @@ pub async fn record(
             new_id(),
             String::new(),
         );
-        positions::update_position(&mut *tx, &position, now)
-            .await
-            .map_err(db_err)?;
-        ledger::insert_ledger(&mut *tx, &trader.user_id, &order.id, None, &entry)
-            .await
-            .map_err(db_err)?;
-        let asset = instruments::asset_of(&order.symbol);
-        let held_apart = baseline_rows::baseline(&mut *tx, &trader.user_id, &order.broker, asset)
-            .await
-            .map_err(db_err)?;
-        if let Some(held_apart) = held_apart {
-            let held_apart = held_apart + position.side.sign() * dust;
-            baseline_rows::set_baseline(
-                &mut *tx,
-                &trader.user_id,
-                &order.broker,
-                asset,
-                held_apart,
-                now,
-            )
-            .await
-            .map_err(db_err)?;
-        }
+        booking.ledger.push(LedgerWrite {
+            order_id: order.id.clone(),
+            fill_id: None,
+            entry: entry.clone(),
+        });
+        booking.baseline = Some(BaselineShift {
+            broker: order.broker.clone(),
+            asset: instruments::asset_of(&order.symbol).to_string(),
+            quantity: position.side.sign() * dust,
+        });
         tracing::info!(user_id = %trader.user_id, position_id = %position.id, %dust, "dust below the lot left at the venue");
         touched.insert(position_id.clone(), position);
         new_entries.push(entry);
@@ -781,44 +757,39 @@ pub async fn record(
             .and_then(|r| r.reason.as_deref())
             .filter(|_| next.is_final())
     });
-    rows::update(
-        &mut *tx,
-        &order.id,
-        &OrderUpdate {
-            status: next.as_str(),
-            broker_order_id: venue_order_id.as_deref(),
-            filled_quantity: booked,
-            error,
-            next_check_at: next.is_live().then(|| next_check(now, checks)),
-            checks,
-        },
-        now,
-    )
-    .await
-    .map_err(db_err)?;
+    booking.order = Some(OrderChange {
+        order_id: order.id.clone(),
+        status: next.as_str(),
+        broker_order_id: venue_order_id.clone(),
+        filled_quantity: booked,
+        error: error.map(str::to_string),
+        next_check_at: next.is_live().then(|| next_check(now, checks)),
+        checks,
+    });
 
     // A closing order that ended books its completed trade (its fills taken together).
     let mut trade = None;
     if order.is_close() && next.is_final() && status.is_live() {
-        let closes = ledger::closes_of_order(&mut *tx, &order.id)
-            .await
-            .map_err(db_err)?;
+        let mut closes = if order.filled_quantity > Decimal::ZERO {
+            ledger::closes_of_order(&app.db.pool, &order.id)
+                .await
+                .map_err(db_err)?
+        } else {
+            Vec::new()
+        };
+        closes.extend(new_entries.iter().cloned());
+        closes.sort_by(|a, b| a.at_ms.cmp(&b.at_ms).then_with(|| a.id.cmp(&b.id)));
         let position = touched
             .get(&position_id)
             .cloned()
             .or_else(|| trader.position(&position_id).cloned());
-        if let Some(position) = position
-            && let Some(done) = accounting::trade_of_closes(
+        if let Some(position) = position {
+            trade = accounting::trade_of_closes(
                 order.trade_id.clone().unwrap_or_else(new_id),
                 order.exit_reason.as_deref().unwrap_or("signal"),
                 &position,
                 &closes,
-            )
-        {
-            trades::insert_trade(&mut tx, &trader.user_id, &done)
-                .await
-                .map_err(db_err)?;
-            trade = Some(done);
+            );
         }
     }
     if let Some(signal_id) = &order.signal_id
@@ -830,50 +801,46 @@ pub async fn record(
         } else {
             ("refused", Some(format!("the order {}", next.as_str())))
         };
-        signal_rows::order_ended(
-            &mut *tx,
-            signal_id,
-            signal_status,
-            outcome.as_deref().or(error),
-        )
-        .await
-        .map_err(db_err)?;
+        booking.signal = Some(SignalOutcome {
+            signal_id: signal_id.clone(),
+            status: signal_status,
+            outcome: outcome.or_else(|| error.map(str::to_string)),
+        });
     }
     if !new_entries.is_empty() {
-        accounts::apply_change(&mut *tx, &trader.user_id, &trader.account, &account, now)
-            .await
-            .map_err(db_err)?;
+        booking.account = Some(AccountChange::between(
+            &trader.user_id,
+            &trader.account,
+            &account,
+        ));
     }
     // What the user is told of is recorded with the books.
     let at = new_entries.last().map_or(now, |e| e.at_ms);
     let opened_position = opened.as_ref().and_then(|id| touched.get(id));
     if let Some(position) = opened_position {
-        let notice = opened_notice(position, at);
-        notices::record(
-            &mut *tx,
+        booking.events.push(notices::event(
             Some(&trader.user_id),
             Kind::TradeOpened,
-            &notice,
+            &opened_notice(position, at),
             now,
-        )
-        .await
-        .map_err(db_err)?;
+        ));
     }
     if let Some(trade) = &trade {
-        let notice = closed_notice(trade);
-        notices::record(
-            &mut *tx,
+        booking.events.push(notices::event(
             Some(&trader.user_id),
             Kind::TradeClosed,
-            &notice,
+            &closed_notice(trade),
             now,
-        )
+        ));
+        booking.trade = Some(trade.clone());
+    }
+    booking.positions = touched.values().cloned().collect();
+    // Durable, its commit and flush shared with the bookings of the moment, before anything
+    // goes out on it.
+    app.db
+        .write(Job::Booking(Box::new(booking)))
         .await
         .map_err(db_err)?;
-    }
-    tx.commit().await.map_err(db_err)?;
-    // Durable, shared with the bookings committed meanwhile, before anything goes out on it.
-    app.db.durable().await;
     if opened_position.is_some() || trade.is_some() {
         app.notifier.wake();
     }

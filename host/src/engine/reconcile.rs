@@ -30,9 +30,11 @@ use crate::App;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::plugins::bindings::types::{self as wire, AlarmLevel, BrokerError, OrderQuery};
 use crate::plugins::{PluginKind, decimal, off_thread};
+use crate::store::accounts::AccountChange;
 use crate::store::orders::{self as order_rows, OrderRow};
 use crate::store::reconciliation::{self as rows, DiscrepancyRow};
-use crate::store::{accounts, audit, iso8601, ledger, new_id, now_ms, positions, trades};
+use crate::store::writer::{Booking, Job, LedgerWrite};
+use crate::store::{audit, iso8601, new_id, now_ms};
 
 /// How long an order the venue does not know may still be arriving there.
 const NOT_FOUND_GRACE_MS: i64 = 5_000;
@@ -779,36 +781,32 @@ async fn write_off(
         std::slice::from_ref(&entry),
     )
     .ok_or("nothing to write off")?;
-    let db_err = |e: sqlx::Error| e.to_string();
-    let mut tx = app.db.begin().await.map_err(db_err)?;
-    positions::update_position(&mut *tx, &position, now)
+    let booking = Booking {
+        user_id: trader.user_id.clone(),
+        positions: vec![position.clone()],
+        ledger: vec![LedgerWrite {
+            order_id: reference.to_string(),
+            fill_id: Some(reference.to_string()),
+            entry,
+        }],
+        events: vec![crate::notices::event(
+            Some(&trader.user_id),
+            crate::notices::Kind::TradeClosed,
+            &super::orders::closed_notice(&trade),
+            now,
+        )],
+        account: Some(AccountChange::between(
+            &trader.user_id,
+            &trader.account,
+            &account,
+        )),
+        trade: Some(trade.clone()),
+        ..Booking::default()
+    };
+    app.db
+        .write(Job::Booking(Box::new(booking)))
         .await
-        .map_err(db_err)?;
-    ledger::insert_ledger(
-        &mut *tx,
-        &trader.user_id,
-        reference,
-        Some(reference),
-        &entry,
-    )
-    .await
-    .map_err(db_err)?;
-    trades::insert_trade(&mut tx, &trader.user_id, &trade)
-        .await
-        .map_err(db_err)?;
-    crate::notices::record(
-        &mut *tx,
-        Some(&trader.user_id),
-        crate::notices::Kind::TradeClosed,
-        &super::orders::closed_notice(&trade),
-        now,
-    )
-    .await
-    .map_err(db_err)?;
-    accounts::apply_change(&mut *tx, &trader.user_id, &trader.account, &account, now)
-        .await
-        .map_err(db_err)?;
-    tx.commit().await.map_err(db_err)?;
+        .map_err(|e| e.to_string())?;
     app.notifier.wake();
     trader.account = account;
     trader.stats.record(&trade);

@@ -12,7 +12,7 @@ use crate::App;
 use crate::notices::Kind;
 use crate::settings;
 use crate::store::notifications::{self, EventRow, WebhookRow};
-use crate::store::{new_id, now_ms, outbox};
+use crate::store::{Tx, new_id, now_ms, outbox};
 
 /// Events taken per pass.
 const BATCH: i64 = 100;
@@ -35,12 +35,20 @@ pub async fn run(app: App) {
 /// Dispatches what is recorded and not dispatched yet; how many events it took.
 pub async fn dispatch_pending(app: &App) -> anyhow::Result<usize> {
     let events = notifications::undispatched_events(&app.db, BATCH).await?;
+    if events.is_empty() {
+        return Ok(0);
+    }
+    // One transaction for the pass: under load a pass takes many events, and a commit each
+    // would hold the database's write lock (and wait for the disk) once per trade.
+    let now = now_ms();
+    let mut tx = app.db.begin().await?;
     let (mut mail, mut deliveries) = (0, 0);
     for event in &events {
-        let (m, d) = dispatch(app, event).await?;
+        let (m, d) = dispatch(&mut tx, event, now).await?;
         mail += m;
         deliveries += d;
     }
+    tx.commit().await?;
     if mail > 0 {
         app.mailer.wake();
     }
@@ -80,17 +88,15 @@ pub(super) fn wants_delivery(webhook: &WebhookRow, kind: Kind, payload: &Value) 
         .is_ok_and(|kinds| kinds.iter().any(|k| k == kind.as_str()))
 }
 
-/// One event: its mail and deliveries queued, and it marked dispatched, in one transaction.
-async fn dispatch(app: &App, event: &EventRow) -> anyhow::Result<(usize, usize)> {
-    let now = now_ms();
-    let mut tx = app.db.begin().await?;
+/// One event: its mail and deliveries queued, and it marked dispatched, in the pass's
+/// transaction.
+async fn dispatch(tx: &mut Tx, event: &EventRow, now: i64) -> anyhow::Result<(usize, usize)> {
     // Another instance took it first: it queues the same, once.
     if !notifications::mark_dispatched(&mut *tx, &event.id, now).await? {
         return Ok((0, 0));
     }
     let Some(kind) = Kind::parse(&event.kind) else {
         tracing::warn!(event_id = %event.id, kind = %event.kind, "a notification of an unknown kind is dropped");
-        tx.commit().await?;
         return Ok((0, 0));
     };
     let payload: Value = serde_json::from_str(&event.payload).unwrap_or(Value::Null);
@@ -122,7 +128,6 @@ async fn dispatch(app: &App, event: &EventRow) -> anyhow::Result<(usize, usize)>
             deliveries += 1;
         }
     }
-    tx.commit().await?;
     Ok((mail, deliveries))
 }
 

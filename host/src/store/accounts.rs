@@ -2,7 +2,8 @@
 //! [`StoredDecimal`]s.
 
 use super::Executes;
-use sqlx::FromRow;
+use rust_decimal::Decimal;
+use sqlx::{FromRow, QueryBuilder};
 
 use super::StoredDecimal;
 use crate::engine::accounting::Account;
@@ -60,28 +61,50 @@ pub async fn insert_account<'e>(
     Ok(())
 }
 
-/// Writes what a booking changed, `before` → `after`, as additions to the stored row, so two
-/// writers of one account add up instead of one overwriting the other.
-pub async fn apply_change<'e>(
+/// What a booking adds to an account (each figure relative: concurrent bookings add up).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccountChange {
+    pub user_id: String,
+    pub cash: Decimal,
+    pub realized_pnl: Decimal,
+    pub fees_paid: Decimal,
+}
+
+impl AccountChange {
+    /// The change from `before` to `after`.
+    pub fn between(user_id: &str, before: &Account, after: &Account) -> Self {
+        AccountChange {
+            user_id: user_id.to_string(),
+            cash: after.cash - before.cash,
+            realized_pnl: after.realized_pnl - before.realized_pnl,
+            fees_paid: after.fees_paid - before.fees_paid,
+        }
+    }
+}
+
+/// Adds changes to their accounts (distinct users), in one statement.
+pub async fn apply_changes<'e>(
     exec: impl Executes<'e>,
-    user_id: &str,
-    before: &Account,
-    after: &Account,
+    changes: &[&AccountChange],
     now: i64,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| {
-        sqlx::query(
-            "UPDATE trading_accounts SET cash = cash + $2, realized_pnl = realized_pnl + $3, \
-             fees_paid = fees_paid + $4, updated_at = $5 WHERE user_id = $1",
-        )
-        .bind(user_id)
-        .bind(StoredDecimal(after.cash - before.cash))
-        .bind(StoredDecimal(after.realized_pnl - before.realized_pnl))
-        .bind(StoredDecimal(after.fees_paid - before.fees_paid))
-        .bind(now)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(())
+    if changes.is_empty() {
+        return Ok(());
+    }
+    on!(exec, |c, DB| {
+        // VALUES columns are column1, column2, … on both backends.
+        let mut query = QueryBuilder::<DB>::new(
+            "UPDATE trading_accounts SET cash = cash + v.column2, realized_pnl = realized_pnl + v.column3, \
+             fees_paid = fees_paid + v.column4, updated_at = v.column5 FROM (",
+        );
+        query.push_values(changes, |mut row, change| {
+            row.push_bind(change.user_id.clone())
+                .push_bind(StoredDecimal(change.cash))
+                .push_bind(StoredDecimal(change.realized_pnl))
+                .push_bind(StoredDecimal(change.fees_paid))
+                .push_bind(now);
+        });
+        query.push(") AS v WHERE trading_accounts.user_id = v.column1");
+        query.build().execute(c).await.map(drop)
+    })
 }

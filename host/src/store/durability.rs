@@ -1,9 +1,8 @@
-//! Group commit for the books on SQLite. A booking's transaction commits on a connection that does
-//! not wait for the disk (`synchronous = NORMAL`: the commit is in the write-ahead log, safe from a
-//! crash of the process but not yet from a power loss); before anything that depends on it goes
-//! out (an event, an answer, an order to a venue) the caller waits in [`GroupSync::wait`] for one
-//! flush of the log shared by every commit that finished before the flush started. Bookings of
-//! concurrent scans and requests thus share one disk flush instead of each paying for its own.
+//! Group commit for the books on SQLite. The books' writer (`writer`) commits on a connection that
+//! does not wait for the disk (`synchronous = NORMAL`: the commit is in the write-ahead log, safe
+//! from a crash of the process but not yet from a power loss); before anything that depends on it
+//! goes out (an event, an answer, an order to a venue) it waits in [`GroupSync::wait`] for one
+//! flush of the log shared by every commit that finished before the flush started.
 //!
 //! PostgreSQL's WAL writer flushes concurrent commits of its sessions together already, so there
 //! bookings commit synchronously and the wait returns at once.

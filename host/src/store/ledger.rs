@@ -2,49 +2,54 @@
 //! the account's cash. Decimals are stored as [`StoredDecimal`]s.
 
 use super::Executes;
-use sqlx::{Database, FromRow};
+use sqlx::{Database, FromRow, QueryBuilder};
 
 use rust_decimal::Decimal;
 
 use super::{Db, Filter, StoredDecimal, limit_clause};
 use crate::engine::accounting::{LedgerAction, LedgerEntry, OrderSide};
 
-pub async fn insert_ledger<'e>(
-    exec: impl Executes<'e>,
-    user_id: &str,
-    order_id: &str,
-    // The fill the row books; none for dust left at the venue.
-    fill_id: Option<&str>,
-    e: &LedgerEntry,
-) -> sqlx::Result<()> {
-    on!(exec, |c| {
-        sqlx::query(
+/// A ledger row to write: an entry of a user's books, from an order (and the fill it books;
+/// none for dust left at the venue).
+pub struct NewRow<'a> {
+    pub user_id: &'a str,
+    pub order_id: &'a str,
+    pub fill_id: Option<&'a str>,
+    pub entry: &'a LedgerEntry,
+}
+
+/// Writes ledger rows, in one statement.
+pub async fn insert<'e>(exec: impl Executes<'e>, rows: &[NewRow<'_>]) -> sqlx::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    on!(exec, |c, DB| {
+        let mut query = QueryBuilder::<DB>::new(
             "INSERT INTO ledger (id, user_id, order_id, position_id, broker, symbol, side, action, quantity, price, \
-             notional, fee, realized_pnl, cash_after, created_at, fill_id, entry_fee) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
-        )
-        .bind(&e.id)
-        .bind(user_id)
-        .bind(order_id)
-        .bind(&e.position_id)
-        .bind(&e.broker)
-        .bind(&e.symbol)
-        .bind(e.side.as_str())
-        .bind(e.action.as_str())
-        .bind(StoredDecimal(e.quantity))
-        .bind(StoredDecimal(e.price))
-        .bind(StoredDecimal(e.notional))
-        .bind(StoredDecimal(e.fee))
-        .bind(StoredDecimal(e.realized_pnl))
-        .bind(StoredDecimal(e.cash_after))
-        .bind(e.at_ms)
-        .bind(fill_id)
-        .bind(StoredDecimal(e.entry_fee))
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(())
+             notional, fee, realized_pnl, cash_after, created_at, fill_id, entry_fee) ",
+        );
+        query.push_values(rows, |mut row, r| {
+            let e = r.entry;
+            row.push_bind(e.id.clone())
+                .push_bind(r.user_id.to_string())
+                .push_bind(r.order_id.to_string())
+                .push_bind(e.position_id.clone())
+                .push_bind(e.broker.clone())
+                .push_bind(e.symbol.clone())
+                .push_bind(e.side.as_str())
+                .push_bind(e.action.as_str())
+                .push_bind(StoredDecimal(e.quantity))
+                .push_bind(StoredDecimal(e.price))
+                .push_bind(StoredDecimal(e.notional))
+                .push_bind(StoredDecimal(e.fee))
+                .push_bind(StoredDecimal(e.realized_pnl))
+                .push_bind(StoredDecimal(e.cash_after))
+                .push_bind(e.at_ms)
+                .push_bind(r.fill_id.map(str::to_string))
+                .push_bind(StoredDecimal(e.entry_fee));
+        });
+        query.build().execute(c).await.map(drop)
+    })
 }
 
 /// The closing rows an order booked (one per fill), oldest first: its completed trade's parts.

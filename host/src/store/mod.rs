@@ -69,6 +69,7 @@ pub mod totals;
 pub mod trades;
 pub mod users;
 pub mod webhook_keys;
+pub mod writer;
 
 /// For tests that set up rows no store function writes.
 #[cfg(test)]
@@ -164,51 +165,61 @@ impl Pool {
 }
 
 /// The connection of an open transaction, which store functions that write several rows
-/// atomically take (`&mut *tx`).
+/// atomically take (`&mut *tx`): one that owns its pooled connection ([`Tx`]) or one begun on a
+/// connection held by its owner (the books' writer keeps one).
 #[derive(Debug)]
-pub enum Conn {
-    Sqlite(sqlx::Transaction<'static, Sqlite>),
-    Postgres(sqlx::Transaction<'static, Postgres>),
+pub enum Conn<'c> {
+    Sqlite(sqlx::Transaction<'c, Sqlite>),
+    Postgres(sqlx::Transaction<'c, Postgres>),
 }
 
-impl Conn {
+impl Conn<'_> {
     pub fn backend(&self) -> Backend {
         match self {
             Self::Sqlite(_) => Backend::Sqlite,
             Self::Postgres(_) => Backend::Postgres,
         }
     }
-}
 
-/// An open transaction: rolled back when dropped without [`Tx::commit`].
-#[derive(Debug)]
-pub struct Tx(Conn);
-
-impl Tx {
     pub async fn commit(self) -> sqlx::Result<()> {
-        match self.0 {
+        match self {
             Conn::Sqlite(tx) => tx.commit().await,
             Conn::Postgres(tx) => tx.commit().await,
         }
     }
 
     pub async fn rollback(self) -> sqlx::Result<()> {
-        match self.0 {
+        match self {
             Conn::Sqlite(tx) => tx.rollback().await,
             Conn::Postgres(tx) => tx.rollback().await,
         }
     }
 }
 
+/// An open transaction on a connection of its own: rolled back when dropped without
+/// [`Tx::commit`].
+#[derive(Debug)]
+pub struct Tx(Conn<'static>);
+
+impl Tx {
+    pub async fn commit(self) -> sqlx::Result<()> {
+        self.0.commit().await
+    }
+
+    pub async fn rollback(self) -> sqlx::Result<()> {
+        self.0.rollback().await
+    }
+}
+
 impl Deref for Tx {
-    type Target = Conn;
-    fn deref(&self) -> &Conn {
+    type Target = Conn<'static>;
+    fn deref(&self) -> &Conn<'static> {
         &self.0
     }
 }
 
 impl DerefMut for Tx {
-    fn deref_mut(&mut self) -> &mut Conn {
+    fn deref_mut(&mut self) -> &mut Conn<'static> {
         &mut self.0
     }
 }
@@ -227,7 +238,7 @@ impl<'a> Executes<'a> for &'a Pool {
     }
 }
 
-impl<'a> Executes<'a> for &'a mut Conn {
+impl<'a, 'c> Executes<'a> for &'a mut Conn<'c> {
     fn target(self) -> Target<'a> {
         match self {
             Conn::Sqlite(tx) => Target::Sqlite(Handle::Conn(&mut **tx)),
@@ -275,10 +286,12 @@ impl<DB: Database> Handle<'_, DB> {
 #[derive(Clone, Debug)]
 pub struct Db {
     pub pool: Pool,
-    /// Connections whose commits wait for [`Db::durable`] instead of the disk (`durability`):
-    /// the books' bookings. The same pool as `pool` where commits are durable anyway.
+    /// The connection of the books' writer, whose commits wait for a shared flush instead of
+    /// the disk (`durability`). The same pool as `pool` where commits are durable anyway.
     pub grouped: Pool,
     pub sync: Arc<GroupSync>,
+    /// Writes the books on `grouped`, batched (`writer`).
+    pub writer: writer::Writer,
     pub backend: Backend,
 }
 
@@ -293,11 +306,15 @@ impl Db {
         let backend = Backend::from_url(url)?;
         let unreachable = || format!("cannot connect to the {} database", backend.name());
         // Every commit durable when it returns: bookings use the same pool.
-        let one_pool = |pool: Pool| Self {
-            grouped: pool.clone(),
-            pool,
-            sync: Arc::new(GroupSync::none()),
-            backend,
+        let one_pool = |pool: Pool| {
+            let sync = Arc::new(GroupSync::none());
+            Self {
+                writer: writer::Writer::start(pool.clone(), sync.clone(), group_commit),
+                grouped: pool.clone(),
+                pool,
+                sync,
+                backend,
+            }
         };
         if backend == Backend::Postgres {
             let options = PgConnectOptions::from_str(url)
@@ -344,13 +361,21 @@ impl Db {
         }
         // One connection: bookings queue for it in the process instead of in SQLite's busy
         // handler, whose sleeps would idle the writer between them.
-        let grouped = sqlite_pool(1, SqliteSynchronous::Normal)
+        // Its one user is the books' writer, which would otherwise pay a round trip to test
+        // the connection before every batch.
+        let grouped = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .test_before_acquire(false)
+            .connect_with(options.clone().synchronous(SqliteSynchronous::Normal))
             .await
             .with_context(unreachable)?;
+        let sync = Arc::new(GroupSync::wal(PathBuf::from(format!("{file}-wal"))));
         Ok(Self {
             pool: Pool::Sqlite(pool),
+            writer: writer::Writer::start(Pool::Sqlite(grouped.clone()), sync.clone(), true),
             grouped: Pool::Sqlite(grouped),
-            sync: Arc::new(GroupSync::wal(PathBuf::from(format!("{file}-wal")))),
+            sync,
             backend,
         })
     }
@@ -373,20 +398,9 @@ impl Db {
         self.pool.begin().await
     }
 
-    /// Begins a transaction of the books whose commit is made durable by [`Db::durable`], shared
-    /// with the other bookings committed meanwhile (`durability`).
-    pub async fn begin_grouped(&self) -> sqlx::Result<Tx> {
-        self.grouped.begin().await
-    }
-
-    /// Waits until every commit made on `grouped` so far is durable. A flush the disk refuses
-    /// leaves committed books that may not survive a power loss, and nothing may go out on
-    /// them: the process stops, and the restart reads the books as the disk has them.
-    pub async fn durable(&self) {
-        if let Err(err) = self.sync.wait().await {
-            tracing::error!(error = %err, "flushing the database log failed; stopping");
-            std::process::abort();
-        }
+    /// Writes a job of the books through the writer; returns once it is durable (`writer`).
+    pub async fn write(&self, job: writer::Job) -> sqlx::Result<bool> {
+        self.writer.write(job).await
     }
 
     pub async fn ping(&self) -> Result<()> {

@@ -1,7 +1,7 @@
 //! Notification events, users' outgoing webhooks, their signing secrets and the deliveries queue.
 
 use super::Executes;
-use sqlx::FromRow;
+use sqlx::{FromRow, QueryBuilder};
 
 use super::{Db, now_ms};
 
@@ -24,19 +24,39 @@ pub async fn insert_event<'e>(
     payload: &str,
     at: i64,
 ) -> sqlx::Result<bool> {
-    let result = on!(exec, |c| sqlx::query(
-        "INSERT INTO notification_events (id, user_id, kind, payload, created_at) \
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
-    )
-    .bind(id)
-    .bind(user_id)
-    .bind(kind)
-    .bind(payload)
-    .bind(at)
-    .execute(c)
-    .await
-    .map(|done| done.rows_affected()))?;
-    Ok(result > 0)
+    let event = EventRow {
+        id: id.to_string(),
+        user_id: user_id.map(str::to_string),
+        kind: kind.to_string(),
+        payload: payload.to_string(),
+        created_at: at,
+    };
+    Ok(insert_events(exec, &[&event]).await? > 0)
+}
+
+/// Records events (distinct ids) in one statement; returns how many were new.
+pub async fn insert_events<'e>(exec: impl Executes<'e>, events: &[&EventRow]) -> sqlx::Result<u64> {
+    if events.is_empty() {
+        return Ok(0);
+    }
+    on!(exec, |c, DB| {
+        let mut query = QueryBuilder::<DB>::new(
+            "INSERT INTO notification_events (id, user_id, kind, payload, created_at) ",
+        );
+        query.push_values(events, |mut row, e| {
+            row.push_bind(e.id.clone())
+                .push_bind(e.user_id.clone())
+                .push_bind(e.kind.clone())
+                .push_bind(e.payload.clone())
+                .push_bind(e.created_at);
+        });
+        query.push(" ON CONFLICT (id) DO NOTHING");
+        query
+            .build()
+            .execute(c)
+            .await
+            .map(|done| done.rows_affected())
+    })
 }
 
 pub async fn undispatched_events(db: &Db, limit: i64) -> sqlx::Result<Vec<EventRow>> {

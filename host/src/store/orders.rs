@@ -4,7 +4,7 @@
 
 use super::Executes;
 use rust_decimal::Decimal;
-use sqlx::FromRow;
+use sqlx::{FromRow, QueryBuilder};
 
 use super::{OptionalStoredDecimal, StoredDecimal};
 
@@ -65,45 +65,49 @@ const ORDER_COLUMNS: &str = "id, user_id, client_order_id, broker, symbol, side,
     filled_quantity, position_id, trade_id, stop_loss, take_profit, trail_pct, exit_reason, attempt, signal_id, status, \
     broker_order_id, error, next_check_at, checks, created_at, updated_at, strategy";
 
-/// Writes an order before it is sent. `Ok(false)`: an order with this client id exists already.
-pub async fn insert<'e>(exec: impl Executes<'e>, o: &OrderRow) -> sqlx::Result<bool> {
-    let result = on!(exec, |c| {
-        sqlx::query(sql!(
-            "INSERT INTO orders ({ORDER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-             $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) ON CONFLICT (client_order_id) DO NOTHING"
-        ))
-        .bind(&o.id)
-        .bind(&o.user_id)
-        .bind(&o.client_order_id)
-        .bind(&o.broker)
-        .bind(&o.symbol)
-        .bind(&o.side)
-        .bind(&o.intent)
-        .bind(&o.kind)
-        .bind(StoredDecimal(o.quantity))
-        .bind(o.limit_price.map(StoredDecimal))
-        .bind(StoredDecimal(o.filled_quantity))
-        .bind(&o.position_id)
-        .bind(&o.trade_id)
-        .bind(o.stop_loss.map(StoredDecimal))
-        .bind(o.take_profit.map(StoredDecimal))
-        .bind(o.trail_pct.map(StoredDecimal))
-        .bind(&o.exit_reason)
-        .bind(o.attempt)
-        .bind(&o.signal_id)
-        .bind(&o.status)
-        .bind(&o.broker_order_id)
-        .bind(&o.error)
-        .bind(o.next_check_at)
-        .bind(o.checks)
-        .bind(o.created_at)
-        .bind(o.updated_at)
-        .bind(&o.strategy)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(result == 1)
+/// Writes orders before they are sent, in one statement; returns the client order ids written
+/// (an order whose client id exists already is not). Client ids must be distinct.
+pub async fn insert<'e>(
+    exec: impl Executes<'e>,
+    orders: &[&OrderRow],
+) -> sqlx::Result<Vec<String>> {
+    if orders.is_empty() {
+        return Ok(Vec::new());
+    }
+    on!(exec, |c, DB| {
+        let mut query = QueryBuilder::<DB>::new(format!("INSERT INTO orders ({ORDER_COLUMNS}) "));
+        query.push_values(orders, |mut row, o| {
+            row.push_bind(o.id.clone())
+                .push_bind(o.user_id.clone())
+                .push_bind(o.client_order_id.clone())
+                .push_bind(o.broker.clone())
+                .push_bind(o.symbol.clone())
+                .push_bind(o.side.clone())
+                .push_bind(o.intent.clone())
+                .push_bind(o.kind.clone())
+                .push_bind(StoredDecimal(o.quantity))
+                .push_bind(o.limit_price.map(StoredDecimal))
+                .push_bind(StoredDecimal(o.filled_quantity))
+                .push_bind(o.position_id.clone())
+                .push_bind(o.trade_id.clone())
+                .push_bind(o.stop_loss.map(StoredDecimal))
+                .push_bind(o.take_profit.map(StoredDecimal))
+                .push_bind(o.trail_pct.map(StoredDecimal))
+                .push_bind(o.exit_reason.clone())
+                .push_bind(o.attempt)
+                .push_bind(o.signal_id.clone())
+                .push_bind(o.status.clone())
+                .push_bind(o.broker_order_id.clone())
+                .push_bind(o.error.clone())
+                .push_bind(o.next_check_at)
+                .push_bind(o.checks)
+                .push_bind(o.created_at)
+                .push_bind(o.updated_at)
+                .push_bind(o.strategy.clone());
+        });
+        query.push(" ON CONFLICT (client_order_id) DO NOTHING RETURNING client_order_id");
+        query.build_query_scalar().fetch_all(c).await
+    })
 }
 
 pub async fn by_client_id<'e>(
@@ -160,41 +164,49 @@ pub async fn users_with_due_work<'e>(
     .await)
 }
 
-/// What a transition changes on the order row.
+/// What a transition changes on an order's row.
 #[derive(Debug, Clone)]
-pub struct OrderUpdate<'a> {
-    pub status: &'a str,
-    pub broker_order_id: Option<&'a str>,
+pub struct OrderChange {
+    pub order_id: String,
+    pub status: &'static str,
+    /// The venue's id, once known (an absent one keeps what the row has).
+    pub broker_order_id: Option<String>,
     pub filled_quantity: Decimal,
-    pub error: Option<&'a str>,
+    /// Why it ended or what went wrong (an absent one keeps what the row has).
+    pub error: Option<String>,
     pub next_check_at: Option<i64>,
     pub checks: i64,
 }
 
+/// Applies transitions to their orders (distinct), in one statement.
 pub async fn update<'e>(
     exec: impl Executes<'e>,
-    id: &str,
-    u: &OrderUpdate<'_>,
+    changes: &[&OrderChange],
     now: i64,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| {
-        sqlx::query(
-            "UPDATE orders SET status = $2, broker_order_id = COALESCE($3, broker_order_id), filled_quantity = $4, \
-             error = COALESCE($5, error), next_check_at = $6, checks = $7, updated_at = $8 WHERE id = $1",
-        )
-        .bind(id)
-        .bind(u.status)
-        .bind(u.broker_order_id)
-        .bind(StoredDecimal(u.filled_quantity))
-        .bind(u.error)
-        .bind(u.next_check_at)
-        .bind(u.checks)
-        .bind(now)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(())
+    if changes.is_empty() {
+        return Ok(());
+    }
+    on!(exec, |c, DB| {
+        // VALUES columns are column1, column2, … on both backends.
+        let mut query = QueryBuilder::<DB>::new(
+            "UPDATE orders SET status = v.column2, broker_order_id = COALESCE(v.column3, orders.broker_order_id), \
+             filled_quantity = v.column4, error = COALESCE(v.column5, orders.error), next_check_at = v.column6, \
+             checks = v.column7, updated_at = v.column8 FROM (",
+        );
+        query.push_values(changes, |mut row, u| {
+            row.push_bind(u.order_id.clone())
+                .push_bind(u.status)
+                .push_bind(u.broker_order_id.clone())
+                .push_bind(StoredDecimal(u.filled_quantity))
+                .push_bind(u.error.clone())
+                .push_bind(u.next_check_at)
+                .push_bind(u.checks)
+                .push_bind(now);
+        });
+        query.push(") AS v WHERE orders.id = v.column1");
+        query.build().execute(c).await.map(drop)
+    })
 }
 
 /// Postpones a live order's next check (the venue could not be asked).
@@ -282,27 +294,29 @@ pub struct FillRow {
     pub booked_at: i64,
 }
 
-/// Records a fill; `Ok(false)` when this (order, venue trade id) was booked before.
-pub async fn insert_fill<'e>(exec: impl Executes<'e>, f: &FillRow) -> sqlx::Result<bool> {
-    let result = on!(exec, |c| {
-        sqlx::query(
-            "INSERT INTO fills (id, order_id, user_id, venue_trade_id, quantity, price, fee, filled_at, booked_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (order_id, venue_trade_id) DO NOTHING",
-        )
-        .bind(&f.id)
-        .bind(&f.order_id)
-        .bind(&f.user_id)
-        .bind(&f.venue_trade_id)
-        .bind(StoredDecimal(f.quantity))
-        .bind(StoredDecimal(f.price))
-        .bind(StoredDecimal(f.fee))
-        .bind(f.filled_at)
-        .bind(f.booked_at)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(result == 1)
+/// Records fills, in one statement. Each (order, venue trade id) is booked once: one booked
+/// before fails the statement (the booking reads what was booked first).
+pub async fn insert_fills<'e>(exec: impl Executes<'e>, fills: &[&FillRow]) -> sqlx::Result<()> {
+    if fills.is_empty() {
+        return Ok(());
+    }
+    on!(exec, |c, DB| {
+        let mut query = QueryBuilder::<DB>::new(
+            "INSERT INTO fills (id, order_id, user_id, venue_trade_id, quantity, price, fee, filled_at, booked_at) ",
+        );
+        query.push_values(fills, |mut row, f| {
+            row.push_bind(f.id.clone())
+                .push_bind(f.order_id.clone())
+                .push_bind(f.user_id.clone())
+                .push_bind(f.venue_trade_id.clone())
+                .push_bind(StoredDecimal(f.quantity))
+                .push_bind(StoredDecimal(f.price))
+                .push_bind(StoredDecimal(f.fee))
+                .push_bind(f.filled_at)
+                .push_bind(f.booked_at);
+        });
+        query.build().execute(c).await.map(drop)
+    })
 }
 
 /// The fills booked for an order, in time order.

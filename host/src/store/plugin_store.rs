@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use sqlx::QueryBuilder;
 
-use super::Executes;
-use super::{Db, now_ms};
+use super::writer::Job;
+use super::{Conn, Db, Executes};
 
 pub async fn get<'e>(
     exec: impl Executes<'e>,
@@ -24,59 +24,80 @@ pub async fn get<'e>(
     .await)
 }
 
-/// Applies every change at once (the last change of a key counts), durable when this returns
-/// (its flush shared with the bookings committed meanwhile: a venue's state is written as the
-/// books are). One statement per kind of change: a venue's write is a handful of keys, and
-/// each statement is a round trip to the books' writer.
+/// Applies changes to one plugin's store for one user (the last change of a key counts), durable
+/// when this returns: the books' writer commits them with the bookings of the moment, so a
+/// venue's state is written as the books are.
 pub async fn write(
     db: &Db,
     plugin: &str,
     scope: &str,
     changes: &[(String, Option<String>)],
 ) -> sqlx::Result<()> {
-    let mut last: BTreeMap<&str, Option<&str>> = BTreeMap::new();
-    for (key, value) in changes {
-        last.insert(key, value.as_deref());
+    if changes.is_empty() {
+        return Ok(());
     }
-    let sets: Vec<(&str, &str)> = last
+    let changes = changes
+        .iter()
+        .map(|(key, value)| Change {
+            plugin: plugin.to_string(),
+            scope: scope.to_string(),
+            key: key.clone(),
+            value: value.clone(),
+        })
+        .collect();
+    db.write(Job::PluginStore(changes)).await.map(drop)
+}
+
+/// A change of one key of one plugin's store for one user: a value, or `None` to remove it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub plugin: String,
+    pub scope: String,
+    pub key: String,
+    pub value: Option<String>,
+}
+
+/// Applies changes in the caller's transaction, in order (the last change of a key counts): one
+/// statement for the keys set and one for those removed.
+pub async fn apply(conn: &mut Conn<'_>, changes: &[&Change], now: i64) -> sqlx::Result<()> {
+    let mut last: BTreeMap<(&str, &str, &str), Option<&str>> = BTreeMap::new();
+    for change in changes {
+        last.insert(
+            (&change.plugin, &change.scope, &change.key),
+            change.value.as_deref(),
+        );
+    }
+    let sets: Vec<((&str, &str, &str), &str)> = last
         .iter()
         .filter_map(|(key, value)| value.map(|value| (*key, value)))
         .collect();
-    let removals: Vec<&str> = last
+    let removals: Vec<(&str, &str, &str)> = last
         .iter()
         .filter(|(_, value)| value.is_none())
         .map(|(key, _)| *key)
         .collect();
-    if sets.is_empty() && removals.is_empty() {
-        return Ok(());
-    }
-    let mut tx = db.begin_grouped().await?;
     if !sets.is_empty() {
-        set(&mut *tx, plugin, scope, &sets, now_ms()).await?;
+        set(&mut *conn, &sets, now).await?;
     }
     if !removals.is_empty() {
-        remove(&mut *tx, plugin, scope, &removals).await?;
+        remove(&mut *conn, &removals).await?;
     }
-    tx.commit().await?;
-    db.durable().await;
     Ok(())
 }
 
 /// Sets keys (distinct) to values, in one statement.
 async fn set<'e>(
     exec: impl Executes<'e>,
-    plugin: &str,
-    scope: &str,
-    entries: &[(&str, &str)],
+    entries: &[((&str, &str, &str), &str)],
     now: i64,
 ) -> sqlx::Result<()> {
     on!(exec, |c, DB| {
         let mut query = QueryBuilder::<DB>::new(
             "INSERT INTO plugin_store (plugin, scope, key, value, updated_at) ",
         );
-        query.push_values(entries, |mut row, (key, value)| {
-            row.push_bind(plugin)
-                .push_bind(scope)
+        query.push_values(entries, |mut row, ((plugin, scope, key), value)| {
+            row.push_bind(*plugin)
+                .push_bind(*scope)
                 .push_bind(*key)
                 .push_bind(*value)
                 .push_bind(now);
@@ -89,25 +110,24 @@ async fn set<'e>(
     })
 }
 
-/// Removes keys, in one statement.
-async fn remove<'e>(
-    exec: impl Executes<'e>,
-    plugin: &str,
-    scope: &str,
-    keys: &[&str],
-) -> sqlx::Result<()> {
+/// Removes keys, in one statement (a disjunction of keys: both backends look each up in the
+/// primary key, where a row-value `IN` list scans the table on SQLite).
+async fn remove<'e>(exec: impl Executes<'e>, keys: &[(&str, &str, &str)]) -> sqlx::Result<()> {
     on!(exec, |c, DB| {
-        let mut query = QueryBuilder::<DB>::new("DELETE FROM plugin_store WHERE plugin = ");
-        query
-            .push_bind(plugin)
-            .push(" AND scope = ")
-            .push_bind(scope);
-        query.push(" AND key IN (");
-        let mut list = query.separated(", ");
-        for key in keys {
-            list.push_bind(*key);
+        let mut query = QueryBuilder::<DB>::new("DELETE FROM plugin_store WHERE ");
+        for (n, (plugin, scope, key)) in keys.iter().enumerate() {
+            if n > 0 {
+                query.push(" OR ");
+            }
+            query
+                .push("(plugin = ")
+                .push_bind(*plugin)
+                .push(" AND scope = ")
+                .push_bind(*scope)
+                .push(" AND key = ")
+                .push_bind(*key)
+                .push(")");
         }
-        query.push(")");
         query.build().execute(c).await.map(drop)
     })
 }

@@ -2,7 +2,7 @@
 //! working on. Decimals are stored as [`StoredDecimal`]s.
 
 use super::Executes;
-use sqlx::{Database, FromRow};
+use sqlx::{Database, FromRow, QueryBuilder};
 
 use super::{Db, Filter, Owned, StoredDecimal};
 use crate::engine::accounting::{Closing, Position, Side};
@@ -180,79 +180,59 @@ impl CloseColumns {
     }
 }
 
-pub async fn insert_position<'e>(
+/// Writes positions as the books have them after a booking, each with its owner: a new one is
+/// inserted, a known one gets its quantity, cost, fees, marks, status and pending close (a zero
+/// quantity closes it; its stops and strategy stay as written). One statement for all of them;
+/// ids must be distinct.
+pub async fn write<'e>(
     exec: impl Executes<'e>,
-    user_id: &str,
-    p: &Position,
+    positions: &[(&str, &Position)],
     now: i64,
 ) -> sqlx::Result<()> {
-    let close = CloseColumns::of(p.closing.as_ref());
-    on!(exec, |c| {
-        sqlx::query(sql!(
-            "INSERT INTO positions (user_id, {POSITION_COLUMNS}, status, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, 'open', $21)"
-        ))
-        .bind(user_id)
-        .bind(&p.id)
-        .bind(&p.broker)
-        .bind(&p.strategy)
-        .bind(&p.symbol)
-        .bind(p.side.as_str())
-        .bind(StoredDecimal(p.quantity))
-        .bind(StoredDecimal(p.entry_price))
-        .bind(StoredDecimal(p.cost))
-        .bind(StoredDecimal(p.entry_fees))
-        .bind(p.stop_loss.map(StoredDecimal))
-        .bind(p.take_profit.map(StoredDecimal))
-        .bind(p.trail_pct.map(StoredDecimal))
-        .bind(StoredDecimal(p.extreme_price))
-        .bind(StoredDecimal(p.current_price))
-        .bind(p.opened_at_ms)
-        .bind(&close.reason)
-        .bind(close.attempts)
-        .bind(close.next_at)
-        .bind(&close.error)
-        .bind(now)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(())
-}
-
-/// Writes a position's quantity, cost, fees, marks and pending close; a zero quantity closes it.
-pub async fn update_position<'e>(
-    exec: impl Executes<'e>,
-    p: &Position,
-    now: i64,
-) -> sqlx::Result<()> {
-    let closed = p.quantity.is_zero();
-    let close = CloseColumns::of(p.closing.as_ref().filter(|_| !closed));
-    on!(exec, |c| {
-        sqlx::query(
-            "UPDATE positions SET quantity = $2, entry_price = $3, cost = $4, entry_fees = $5, extreme_price = $6, \
-             current_price = $7, status = $8, closed_at = $9, close_reason = $10, close_attempts = $11, \
-             next_close_at = $12, close_error = $13, updated_at = $14 WHERE id = $1",
-        )
-        .bind(&p.id)
-        .bind(StoredDecimal(p.quantity))
-        .bind(StoredDecimal(p.entry_price))
-        .bind(StoredDecimal(p.cost))
-        .bind(StoredDecimal(p.entry_fees))
-        .bind(StoredDecimal(p.extreme_price))
-        .bind(StoredDecimal(p.current_price))
-        .bind(if closed { "closed" } else { "open" })
-        .bind(closed.then_some(now))
-        .bind(&close.reason)
-        .bind(close.attempts)
-        .bind(close.next_at)
-        .bind(&close.error)
-        .bind(now)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(())
+    if positions.is_empty() {
+        return Ok(());
+    }
+    on!(exec, |c, DB| {
+        let mut query = QueryBuilder::<DB>::new(format!(
+            "INSERT INTO positions (user_id, {POSITION_COLUMNS}, status, closed_at, updated_at) "
+        ));
+        query.push_values(positions, |mut row, (user_id, p)| {
+            let closed = p.quantity.is_zero();
+            let close = CloseColumns::of(p.closing.as_ref().filter(|_| !closed));
+            row.push_bind(*user_id)
+                .push_bind(p.id.clone())
+                .push_bind(p.broker.clone())
+                .push_bind(p.strategy.clone())
+                .push_bind(p.symbol.clone())
+                .push_bind(p.side.as_str())
+                .push_bind(StoredDecimal(p.quantity))
+                .push_bind(StoredDecimal(p.entry_price))
+                .push_bind(StoredDecimal(p.cost))
+                .push_bind(StoredDecimal(p.entry_fees))
+                .push_bind(p.stop_loss.map(StoredDecimal))
+                .push_bind(p.take_profit.map(StoredDecimal))
+                .push_bind(p.trail_pct.map(StoredDecimal))
+                .push_bind(StoredDecimal(p.extreme_price))
+                .push_bind(StoredDecimal(p.current_price))
+                .push_bind(p.opened_at_ms)
+                .push_bind(close.reason)
+                .push_bind(close.attempts)
+                .push_bind(close.next_at)
+                .push_bind(close.error)
+                .push_bind(if closed { "closed" } else { "open" })
+                .push_bind(closed.then_some(now))
+                .push_bind(now);
+        });
+        query.push(
+            " ON CONFLICT (id) DO UPDATE SET quantity = excluded.quantity, entry_price = excluded.entry_price, \
+             cost = excluded.cost, entry_fees = excluded.entry_fees, extreme_price = excluded.extreme_price, \
+             current_price = excluded.current_price, status = excluded.status, closed_at = excluded.closed_at, \
+             close_reason = excluded.close_reason, close_attempts = excluded.close_attempts, \
+             next_close_at = excluded.next_close_at, close_error = excluded.close_error, \
+             updated_at = excluded.updated_at",
+        );
+        query.build().execute(c).await.map(drop)
+    })
 }
 
 /// Writes only a position's pending close (the rest of it is unchanged).
@@ -324,16 +304,16 @@ mod tests {
         ];
         for (n, (id, opened, closed)) in spans.into_iter().enumerate() {
             let mut p = position(id, &format!("S{n}-USD"), opened);
-            insert_position(&db.pool, "u1", &p, opened).await.unwrap();
+            write(&db.pool, &[("u1", &p)], opened).await.unwrap();
             if let Some(closed) = closed {
                 p.quantity = Decimal::ZERO;
-                update_position(&db.pool, &p, closed).await.unwrap();
+                write(&db.pool, &[("u1", &p)], closed).await.unwrap();
             }
         }
         // Another user's positions never count.
         for n in 0..5 {
             let p = position(&format!("other-{n}"), &format!("O{n}-USD"), 115);
-            insert_position(&db.pool, "u2", &p, 115).await.unwrap();
+            write(&db.pool, &[("u2", &p)], 115).await.unwrap();
         }
         assert_eq!(peak_open(&db.pool, "u1", 0).await.unwrap(), 2);
         // From 100: b is open at the start, c joins (2), d replaces c, e joins (2).

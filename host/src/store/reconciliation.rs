@@ -53,6 +53,33 @@ pub async fn set_baseline<'e>(
     Ok(())
 }
 
+/// Adds `quantity` to the asset's baseline where one is recorded (dust a close left at the
+/// venue joins what the venue holds apart from tradehost).
+pub async fn shift_baseline<'e>(
+    exec: impl Executes<'e>,
+    user_id: &str,
+    broker: &str,
+    symbol: &str,
+    quantity: Decimal,
+    now: i64,
+) -> sqlx::Result<()> {
+    on!(exec, |c| {
+        sqlx::query(
+            "UPDATE venue_baselines SET quantity = quantity + $4, updated_at = $5 \
+             WHERE user_id = $1 AND broker = $2 AND symbol = $3",
+        )
+        .bind(user_id)
+        .bind(broker)
+        .bind(symbol)
+        .bind(StoredDecimal(quantity))
+        .bind(now)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
+    })?;
+    Ok(())
+}
+
 #[derive(Debug, Clone, PartialEq, FromRow)]
 pub struct DiscrepancyRow {
     pub id: String,

@@ -92,7 +92,7 @@ pub async fn all(db: &Db) -> sqlx::Result<Vec<AccountTotals>> {
 
 /// Writes the account's row; `on_conflict` says what an existing row gets.
 async fn put(
-    conn: &mut Conn,
+    conn: &mut Conn<'_>,
     user_id: &str,
     t: &AccountTotals,
     on_conflict: &str,
@@ -133,7 +133,11 @@ async fn put(
 /// books it: each row is merged with the totals of this one trade in a single upsert, relative to
 /// whatever the row holds when the statement runs (no read first, so concurrent bookings of one
 /// account add up on PostgreSQL too; the upsert locks the row until the transaction ends).
-pub async fn add_trade(conn: &mut Conn, user_id: &str, trade: &CompletedTrade) -> sqlx::Result<()> {
+pub async fn add_trade(
+    conn: &mut Conn<'_>,
+    user_id: &str,
+    trade: &CompletedTrade,
+) -> sqlx::Result<()> {
     let mut one = AccountTotals::default();
     one.add(trade);
     put(conn, user_id, &one, &MERGE).await?;
@@ -244,7 +248,7 @@ const DAY_MERGE: &str = "DO UPDATE SET trades = account_day_totals.trades + excl
      size_usd = account_day_totals.size_usd + excluded.size_usd";
 
 async fn put_day(
-    conn: &mut Conn,
+    conn: &mut Conn<'_>,
     user_id: &str,
     d: &DayTotals,
     on_conflict: &'static str,

@@ -11,7 +11,11 @@ use crate::engine::totals::Sums;
 
 /// Books a completed trade and adds it to its account's running totals, in the caller's
 /// transaction.
-pub async fn insert_trade(conn: &mut Conn, user_id: &str, t: &CompletedTrade) -> sqlx::Result<()> {
+pub async fn insert_trade(
+    conn: &mut Conn<'_>,
+    user_id: &str,
+    t: &CompletedTrade,
+) -> sqlx::Result<()> {
     on!(&mut *conn, |c| {
         sqlx::query(
             "INSERT INTO trades (id, user_id, position_id, broker, symbol, side, quantity, entry_price, exit_price, size_usd, \

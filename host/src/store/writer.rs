@@ -1,0 +1,582 @@
+//! The books' writer: one task that writes every order before it is sent, every booking of what a
+//! venue reported, every requested close and every plugin store change. Callers hand it a [`Job`]
+//! (data: the rows to write) and wait for its answer; it takes whatever jobs are queued, writes
+//! them in one transaction with one statement per table, commits, waits for one flush of the log
+//! (`durability`) and only then answers. Jobs arriving while a batch is written form the next
+//! one, so under load a commit and a flush carry many fills, and each fill costs a share of a
+//! few statements instead of a round trip per row.
+//!
+//! A job answers once its rows are durable: nothing (an event, an acknowledgement, an order to a
+//! venue) goes out before. When a batch fails, each of its jobs is written again on its own, so
+//! the job at fault gets the error and the others are written.
+//!
+//! Jobs of one user never meet in a batch: a user's trader waits for each answer before its next
+//! job. Rows of one table are still made distinct (the last state of a position counts), since
+//! an upsert may not touch a row twice in one statement on PostgreSQL.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use sqlx::pool::PoolConnection;
+use sqlx::{Connection, Postgres, Sqlite};
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+use super::accounts::{self, AccountChange};
+use super::durability::GroupSync;
+use super::notifications::{self, EventRow};
+use super::orders::{self, FillRow, OrderChange, OrderRow};
+use super::plugin_store::{self, Change};
+use super::{Conn, Pool, ledger, now_ms, positions, reconciliation, signals, trades};
+use crate::engine::accounting::{CompletedTrade, LedgerEntry, Position};
+
+/// The most jobs written in one transaction.
+const MAX_BATCH: usize = 256;
+/// Batches written at once on PostgreSQL.
+const POSTGRES_WRITERS: usize = 4;
+/// The most rows in one statement (well within both backends' limits on bound values).
+const MAX_ROWS: usize = 200;
+
+/// What the writer is asked to write.
+#[derive(Debug)]
+pub enum Job {
+    /// An order about to be sent; answers whether it was written (`false`: an order with its
+    /// client id exists already, and that one stands).
+    NewOrder(Box<OrderRow>),
+    /// What one observation of an order (or a write-off) changes in a user's books.
+    Booking(Box<Booking>),
+    /// A position's pending close (only those columns).
+    Closing(Box<Position>),
+    /// Changes of plugin stores.
+    PluginStore(Vec<Change>),
+}
+
+/// The rows one booking writes, in one user's books.
+#[derive(Debug, Default)]
+pub struct Booking {
+    pub user_id: String,
+    pub fills: Vec<FillRow>,
+    /// Positions as they are after the booking (new ones are inserted).
+    pub positions: Vec<Position>,
+    pub ledger: Vec<LedgerWrite>,
+    pub order: Option<OrderChange>,
+    pub trade: Option<CompletedTrade>,
+    pub signal: Option<SignalOutcome>,
+    pub account: Option<AccountChange>,
+    /// What the venue holds apart from tradehost grows by dust left there.
+    pub baseline: Option<BaselineShift>,
+    /// The notifications the user is told of, recorded with the books.
+    pub events: Vec<EventRow>,
+}
+
+#[derive(Debug)]
+pub struct LedgerWrite {
+    pub order_id: String,
+    pub fill_id: Option<String>,
+    pub entry: LedgerEntry,
+}
+
+/// The end of the order a signal placed.
+#[derive(Debug)]
+pub struct SignalOutcome {
+    pub signal_id: String,
+    pub status: &'static str,
+    pub outcome: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct BaselineShift {
+    pub broker: String,
+    pub asset: String,
+    pub quantity: rust_decimal::Decimal,
+}
+
+struct Request {
+    job: Job,
+    answer: oneshot::Sender<sqlx::Result<bool>>,
+}
+
+/// The handle callers submit jobs through.
+#[derive(Clone)]
+pub struct Writer {
+    queue: mpsc::UnboundedSender<Request>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer").finish_non_exhaustive()
+    }
+}
+
+impl Writer {
+    /// Starts the writer on `pool` (in the current Tokio runtime). `grouped`: batches share a
+    /// transaction; otherwise each job commits alone (the reference for group commit).
+    pub fn start(pool: Pool, sync: Arc<GroupSync>, grouped: bool) -> Self {
+        let (queue, requests) = mpsc::unbounded_channel();
+        let batch = if grouped { MAX_BATCH } else { 1 };
+        // SQLite has one writer at a time anyway. PostgreSQL writes batches side by side, each
+        // on a connection of its own: batches never share a row (a user's jobs are one at a
+        // time, and every row a job writes is its user's).
+        let writers = match pool.backend() {
+            super::Backend::Sqlite => 1,
+            super::Backend::Postgres => POSTGRES_WRITERS,
+        };
+        let requests = Arc::new(Mutex::new(requests));
+        for _ in 0..writers {
+            tokio::spawn(run(pool.clone(), sync.clone(), requests.clone(), batch));
+        }
+        Writer { queue }
+    }
+
+    /// Writes `job` and waits until it is durable.
+    pub async fn write(&self, job: Job) -> sqlx::Result<bool> {
+        let (answer, answered) = oneshot::channel();
+        self.queue
+            .send(Request { job, answer })
+            .map_err(|_| sqlx::Error::PoolClosed)?;
+        answered.await.map_err(|_| sqlx::Error::PoolClosed)?
+    }
+}
+
+async fn run(
+    pool: Pool,
+    sync: Arc<GroupSync>,
+    requests: Arc<Mutex<mpsc::UnboundedReceiver<Request>>>,
+    batch: usize,
+) {
+    let mut queued = Vec::with_capacity(batch);
+    // The writer keeps its connection: taking one from the pool for each batch would wait for
+    // the last one's return, which the pool does in a task of its own.
+    let mut held: Option<Held> = None;
+    // The writer that holds the queue takes what is waiting; the others wait their turn.
+    while requests.lock().await.recv_many(&mut queued, batch).await > 0 {
+        let (jobs, answers): (Vec<Job>, Vec<_>) =
+            queued.drain(..).map(|r| (r.job, r.answer)).unzip();
+        let results = match write_batch(&pool, &mut held, &jobs).await {
+            Ok(results) => results.into_iter().map(Ok).collect(),
+            Err(err) if jobs.len() == 1 => vec![Err(err)],
+            Err(err) => {
+                tracing::warn!(error = %err, jobs = jobs.len(), "a batch of the books failed; writing its jobs one by one");
+                let mut results = Vec::with_capacity(jobs.len());
+                for job in &jobs {
+                    results.push(
+                        write_batch(&pool, &mut held, std::slice::from_ref(job))
+                            .await
+                            .map(|mut one| one.remove(0)),
+                    );
+                }
+                results
+            }
+        };
+        // Durable before anyone hears of it. A flush the disk refuses leaves committed books
+        // that may not survive a power loss: the process stops, and the restart reads the books as
+        // the disk has them.
+        if let Err(err) = sync.wait().await {
+            tracing::error!(error = %err, "flushing the database log failed; stopping");
+            std::process::abort();
+        }
+        for (answer, result) in answers.into_iter().zip(results) {
+            let _ = answer.send(result);
+        }
+    }
+}
+
+/// A connection the writer keeps.
+enum Held {
+    Sqlite(PoolConnection<Sqlite>),
+    Postgres(PoolConnection<Postgres>),
+}
+
+impl Held {
+    async fn take(pool: &Pool) -> sqlx::Result<Self> {
+        Ok(match pool {
+            Pool::Sqlite(pool) => Held::Sqlite(pool.acquire().await?),
+            Pool::Postgres(pool) => Held::Postgres(pool.acquire().await?),
+        })
+    }
+
+    /// Begins a transaction; on SQLite it takes the write lock at once ([`Pool::begin`]).
+    async fn begin(&mut self) -> sqlx::Result<Conn<'_>> {
+        Ok(match self {
+            Held::Sqlite(conn) => Conn::Sqlite(conn.begin_with("BEGIN IMMEDIATE").await?),
+            Held::Postgres(conn) => Conn::Postgres(conn.begin().await?),
+        })
+    }
+}
+
+/// Writes `jobs` in one transaction on the held connection (taken first if there is none, and
+/// given up after a failure); answers each (`NewOrder`: whether it was written).
+async fn write_batch(
+    pool: &Pool,
+    held: &mut Option<Held>,
+    jobs: &[Job],
+) -> sqlx::Result<Vec<bool>> {
+    if held.is_none() {
+        *held = Some(Held::take(pool).await?);
+    }
+    let result = write_jobs(held.as_mut().expect("taken above"), jobs).await;
+    if result.is_err() {
+        *held = None;
+    }
+    result
+}
+
+async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
+    let now = now_ms();
+    let mut tx = held.begin().await?;
+
+    // Orders to send: the first of a client id in the batch is the one written.
+    let mut claimed: HashSet<&str> = HashSet::new();
+    let new_orders: Vec<&OrderRow> = jobs
+        .iter()
+        .filter_map(|job| match job {
+            Job::NewOrder(order) => Some(&**order),
+            _ => None,
+        })
+        .filter(|order| claimed.insert(&order.client_order_id))
+        .collect();
+    let mut written: HashSet<String> = HashSet::new();
+    for chunk in new_orders.chunks(MAX_ROWS) {
+        written.extend(orders::insert(&mut tx, chunk).await?);
+    }
+
+    let bookings: Vec<&Booking> = jobs
+        .iter()
+        .filter_map(|job| match job {
+            Job::Booking(booking) => Some(&**booking),
+            _ => None,
+        })
+        .collect();
+    let changes: Vec<&OrderChange> = bookings.iter().filter_map(|b| b.order.as_ref()).collect();
+    for chunk in changes.chunks(MAX_ROWS) {
+        orders::update(&mut tx, chunk, now).await?;
+    }
+    for job in jobs {
+        if let Job::Closing(position) = job {
+            positions::update_closing(&mut tx, position, now).await?;
+        }
+    }
+    // The last state of each position counts.
+    let mut latest: HashMap<&str, usize> = HashMap::new();
+    let mut states: Vec<(&str, &Position)> = Vec::new();
+    for booking in &bookings {
+        for position in &booking.positions {
+            let state = (booking.user_id.as_str(), position);
+            match latest.get(position.id.as_str()) {
+                Some(&slot) => states[slot] = state,
+                None => {
+                    latest.insert(&position.id, states.len());
+                    states.push(state);
+                }
+            }
+        }
+    }
+    for chunk in states.chunks(MAX_ROWS) {
+        positions::write(&mut tx, chunk, now).await?;
+    }
+    let fills: Vec<&FillRow> = bookings.iter().flat_map(|b| &b.fills).collect();
+    for chunk in fills.chunks(MAX_ROWS) {
+        orders::insert_fills(&mut tx, chunk).await?;
+    }
+    let rows: Vec<ledger::NewRow<'_>> = bookings
+        .iter()
+        .flat_map(|b| {
+            b.ledger.iter().map(|row| ledger::NewRow {
+                user_id: &b.user_id,
+                order_id: &row.order_id,
+                fill_id: row.fill_id.as_deref(),
+                entry: &row.entry,
+            })
+        })
+        .collect();
+    for chunk in rows.chunks(MAX_ROWS) {
+        ledger::insert(&mut tx, chunk).await?;
+    }
+    for booking in &bookings {
+        if let Some(trade) = &booking.trade {
+            trades::insert_trade(&mut tx, &booking.user_id, trade).await?;
+        }
+    }
+    // Changes of one account add up.
+    let mut accounts: Vec<AccountChange> = Vec::new();
+    for change in bookings.iter().filter_map(|b| b.account.as_ref()) {
+        match accounts.iter_mut().find(|a| a.user_id == change.user_id) {
+            Some(sum) => {
+                sum.cash += change.cash;
+                sum.realized_pnl += change.realized_pnl;
+                sum.fees_paid += change.fees_paid;
+            }
+            None => accounts.push(change.clone()),
+        }
+    }
+    let accounts: Vec<&AccountChange> = accounts.iter().collect();
+    for chunk in accounts.chunks(MAX_ROWS) {
+        accounts::apply_changes(&mut tx, chunk, now).await?;
+    }
+    for booking in &bookings {
+        if let Some(signal) = &booking.signal {
+            signals::order_ended(
+                &mut tx,
+                &signal.signal_id,
+                signal.status,
+                signal.outcome.as_deref(),
+            )
+            .await?;
+        }
+        if let Some(shift) = &booking.baseline {
+            reconciliation::shift_baseline(
+                &mut tx,
+                &booking.user_id,
+                &shift.broker,
+                &shift.asset,
+                shift.quantity,
+                now,
+            )
+            .await?;
+        }
+    }
+    let events: Vec<&EventRow> = bookings.iter().flat_map(|b| &b.events).collect();
+    for chunk in events.chunks(MAX_ROWS) {
+        notifications::insert_events(&mut tx, chunk).await?;
+    }
+    let store_changes: Vec<&Change> = jobs
+        .iter()
+        .filter_map(|job| match job {
+            Job::PluginStore(changes) => Some(changes),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    for chunk in store_changes.chunks(MAX_ROWS) {
+        plugin_store::apply(&mut tx, chunk, now).await?;
+    }
+    tx.commit().await?;
+
+    let mut answered: HashSet<&str> = HashSet::new();
+    Ok(jobs
+        .iter()
+        .map(|job| match job {
+            Job::NewOrder(order) => {
+                written.contains(&order.client_order_id) && answered.insert(&order.client_order_id)
+            }
+            _ => true,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use rust_decimal::Decimal;
+
+    use super::*;
+    use crate::engine::accounting::{Account, Side};
+    use crate::store::accounts;
+    use crate::store::testing::{sqlite, user};
+
+    fn order(id: &str, client_order_id: &str) -> OrderRow {
+        OrderRow {
+            id: id.into(),
+            user_id: "u1".into(),
+            client_order_id: client_order_id.into(),
+            broker: "paper".into(),
+            symbol: "BTC-USD".into(),
+            side: "BUY".into(),
+            intent: "open_long".into(),
+            kind: "market".into(),
+            quantity: Decimal::ONE,
+            limit_price: None,
+            filled_quantity: Decimal::ZERO,
+            position_id: Some("p1".into()),
+            trade_id: None,
+            stop_loss: None,
+            take_profit: None,
+            trail_pct: None,
+            exit_reason: None,
+            strategy: None,
+            attempt: 1,
+            signal_id: None,
+            status: "new".into(),
+            broker_order_id: None,
+            error: None,
+            next_check_at: None,
+            checks: 0,
+            created_at: 1,
+            updated_at: 1,
+        }
+    }
+
+    fn fill(id: &str, order_id: &str, venue_trade_id: &str) -> FillRow {
+        FillRow {
+            id: id.into(),
+            order_id: order_id.into(),
+            user_id: "u1".into(),
+            venue_trade_id: venue_trade_id.into(),
+            quantity: Decimal::ONE,
+            price: Decimal::TEN,
+            fee: Decimal::ZERO,
+            filled_at: 2,
+            booked_at: 2,
+        }
+    }
+
+    fn store_change(scope: &str, key: &str, value: Option<&str>) -> Change {
+        Change {
+            plugin: "paper".into(),
+            scope: scope.into(),
+            key: key.into(),
+            value: value.map(str::to_string),
+        }
+    }
+
+    fn position(quantity: Decimal) -> Position {
+        Position {
+            id: "p1".into(),
+            broker: "paper".into(),
+            strategy: "ema-cross".into(),
+            symbol: "BTC-USD".into(),
+            side: Side::Long,
+            quantity,
+            entry_price: Decimal::TEN,
+            cost: Decimal::TEN * quantity,
+            entry_fees: Decimal::ZERO,
+            stop_loss: None,
+            take_profit: None,
+            trail_pct: None,
+            extreme_price: Decimal::TEN,
+            current_price: Decimal::TEN,
+            opened_at_ms: 2,
+            closing: None,
+        }
+    }
+
+    async fn count(db: &crate::store::Db, sql: &'static str) -> i64 {
+        sqlx::query_scalar(sql)
+            .fetch_one(crate::store::testing::sqlite_pool(db))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn jobs_queued_together_share_one_commit_and_a_failing_job_fails_alone() {
+        let (db, _dir) = sqlite().await;
+        user(&db.pool, "u1").await;
+        assert!(
+            db.write(Job::NewOrder(Box::new(order("o0", "c0"))))
+                .await
+                .unwrap()
+        );
+        let booked = Booking {
+            user_id: "u1".into(),
+            fills: vec![fill("f1", "o0", "t1")],
+            ..Booking::default()
+        };
+        db.write(Job::Booking(Box::new(booked))).await.unwrap();
+        let flushes = db.sync.flushes();
+
+        // The same venue trade booked again breaks the unique fill; the rest is written.
+        let again = Booking {
+            user_id: "u1".into(),
+            fills: vec![fill("f2", "o0", "t1")],
+            ..Booking::default()
+        };
+        let (first, same_id, known_id, failing, store) = tokio::join!(
+            db.write(Job::NewOrder(Box::new(order("o1", "c1")))),
+            db.write(Job::NewOrder(Box::new(order("o2", "c1")))),
+            db.write(Job::NewOrder(Box::new(order("o3", "c0")))),
+            db.write(Job::Booking(Box::new(again))),
+            db.write(Job::PluginStore(vec![
+                store_change("u1", "a", Some("1")),
+                store_change("u2", "a", Some("2")),
+                store_change("u1", "b", Some("3")),
+                store_change("u1", "a", None),
+            ])),
+        );
+        assert!(
+            first.unwrap(),
+            "the first order with a client id is written"
+        );
+        assert!(!same_id.unwrap(), "a second one in the same batch is not");
+        assert!(
+            !known_id.unwrap(),
+            "nor one whose client id was written before"
+        );
+        assert!(failing.is_err(), "the job at fault gets the error");
+        store.unwrap();
+        assert_eq!(
+            db.sync.flushes(),
+            flushes + 1,
+            "the batch (written again job by job after the failure) waited for one flush"
+        );
+        assert_eq!(count(&db, "SELECT COUNT(*) FROM orders").await, 2);
+        assert_eq!(count(&db, "SELECT COUNT(*) FROM fills").await, 1);
+        let read = |scope: &'static str, key: &'static str| {
+            crate::store::plugin_store::get(&db.pool, "paper", scope, key)
+        };
+        assert_eq!(
+            read("u1", "a").await.unwrap(),
+            None,
+            "the last change counts"
+        );
+        assert_eq!(read("u1", "b").await.unwrap().as_deref(), Some("3"));
+        assert_eq!(read("u2", "a").await.unwrap().as_deref(), Some("2"));
+    }
+
+    #[tokio::test]
+    async fn a_booking_opens_and_a_later_one_closes_a_position_adding_to_the_account() {
+        let (db, _dir) = sqlite().await;
+        user(&db.pool, "u1").await;
+        let account = Account::new(Decimal::ONE_THOUSAND, "USD");
+        accounts::insert_account(&db.pool, "u1", &account, 1)
+            .await
+            .unwrap();
+        db.write(Job::NewOrder(Box::new(order("o1", "c1"))))
+            .await
+            .unwrap();
+        let change = |cash: i64| AccountChange {
+            user_id: "u1".into(),
+            cash: Decimal::from(cash),
+            realized_pnl: Decimal::ZERO,
+            fees_paid: Decimal::ONE,
+        };
+        let opened = Booking {
+            user_id: "u1".into(),
+            positions: vec![position(Decimal::ONE)],
+            order: Some(OrderChange {
+                order_id: "o1".into(),
+                status: "filled",
+                broker_order_id: Some("v1".into()),
+                filled_quantity: Decimal::ONE,
+                error: None,
+                next_check_at: None,
+                checks: 1,
+            }),
+            account: Some(change(-11)),
+            ..Booking::default()
+        };
+        db.write(Job::Booking(Box::new(opened))).await.unwrap();
+        let open = positions::open_positions(&db.pool, "u1").await.unwrap();
+        assert_eq!(open, vec![position(Decimal::ONE)]);
+        let row = orders::by_client_id(&db.pool, "c1").await.unwrap().unwrap();
+        assert_eq!(
+            (row.status.as_str(), row.broker_order_id.as_deref()),
+            ("filled", Some("v1"))
+        );
+        assert_eq!(row.filled_quantity, Decimal::ONE);
+
+        let closed = Booking {
+            user_id: "u1".into(),
+            positions: vec![position(Decimal::ZERO)],
+            account: Some(change(9)),
+            ..Booking::default()
+        };
+        db.write(Job::Booking(Box::new(closed))).await.unwrap();
+        assert!(
+            positions::open_positions(&db.pool, "u1")
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let stored = accounts::account(&db.pool, "u1").await.unwrap().unwrap();
+        assert_eq!(stored.cash, Decimal::from(998), "changes add up");
+        assert_eq!(stored.fees_paid, Decimal::TWO);
+    }
+}
