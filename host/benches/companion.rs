@@ -555,7 +555,7 @@ async fn seed(app: &App, user_id: &str, trades: usize, snapshots: usize) {
         )
         .await
         .expect("a ledger row");
-        trades::insert_trade(&mut tx, user_id, &trade)
+        trades::insert(&mut tx, &[(user_id, &trade)])
             .await
             .expect("a trade");
         events.push(Event {

@@ -154,7 +154,9 @@ pub async fn start(app: &App, user: &Principal, request: StartRequest) -> ApiRes
     // Keys may have changed while the bot was stopped; the broker is chosen here, at start, only.
     trader.accounts.clear();
     trader.failures = 0;
+    // The start compares the books with the venue as it is now, not as this process last saw it.
     trader.reconcile = true;
+    app.plugins.runtime().forget_stores(&trader.user_id);
     let now = now_ms();
     let bot = &mut trader.bot;
     bot.status = BotStatus::Starting.as_str().into();

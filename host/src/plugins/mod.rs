@@ -23,6 +23,7 @@ pub mod registry;
 pub mod runtime;
 pub mod state;
 pub mod storage;
+pub mod store_cache;
 
 use serde::{Deserialize, Serialize};
 

@@ -225,6 +225,11 @@ impl PluginRuntime {
         self
     }
 
+    /// Has broker plugins' stores of user `scope` read afresh from storage.
+    pub fn forget_stores(&self, scope: &str) {
+        self.storage.forget_scope(scope);
+    }
+
     pub fn limits(&self) -> Limits {
         self.limits
     }

@@ -4,13 +4,15 @@
 //!
 //! Calls that carry a user are serialised per (plugin, user) by [`ScopeLocks`], so a plugin's
 //! read-modify-write is never interleaved with another call's. Each `write` is one transaction,
-//! durable when it returns.
+//! durable when it returns. Reads are answered from memory where this process knows the answer
+//! ([`StoreCache`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use dashmap::DashMap;
 
+use super::store_cache::{Lookup, StoreCache};
 use crate::store::Db;
 
 pub const MAX_KEY_BYTES: usize = 256;
@@ -35,6 +37,8 @@ pub trait PluginStorage: Send + Sync {
         start_after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<(String, String)>, String>;
+    /// Drops whatever is remembered in memory of the user's stores, so they are read afresh.
+    fn forget_scope(&self, _scope: &str) {}
 }
 
 /// A key is printable ASCII (so byte order and every database's order agree), 1 to 256 bytes.
@@ -64,10 +68,12 @@ pub fn check_changes(changes: &[(String, Option<String>)]) -> Result<(), String>
     Ok(())
 }
 
-/// The plugin stores in the server's database (`plugin_store`).
+/// The plugin stores in the server's database (`plugin_store`), with what this process knows of
+/// them in memory ([`StoreCache`]).
 pub struct DbStorage {
     db: Db,
     runtime: tokio::runtime::Handle,
+    known: StoreCache,
 }
 
 impl DbStorage {
@@ -76,6 +82,7 @@ impl DbStorage {
         Self {
             db,
             runtime: tokio::runtime::Handle::current(),
+            known: StoreCache::default(),
         }
     }
 
@@ -94,12 +101,17 @@ impl DbStorage {
 
 impl PluginStorage for DbStorage {
     fn get(&self, plugin: &str, scope: &str, key: &str) -> Result<Option<String>, String> {
-        self.block_on(crate::store::plugin_store::get(
+        if let Lookup::Known(value) = self.known.get(plugin, scope, key) {
+            return Ok(value);
+        }
+        let value = self.block_on(crate::store::plugin_store::get(
             &self.db.pool,
             plugin,
             scope,
             key,
-        ))
+        ))?;
+        self.known.read(plugin, scope, key, value.as_deref());
+        Ok(value)
     }
 
     fn write(
@@ -108,9 +120,19 @@ impl PluginStorage for DbStorage {
         scope: &str,
         changes: &[(String, Option<String>)],
     ) -> Result<(), String> {
-        self.block_on(crate::store::plugin_store::write(
+        match self.block_on(crate::store::plugin_store::write(
             &self.db, plugin, scope, changes,
-        ))
+        )) {
+            Ok(()) => {
+                self.known.wrote(plugin, scope, changes);
+                Ok(())
+            }
+            Err(err) => {
+                // Whether it was written is not known.
+                self.known.forget(plugin, scope);
+                Err(err)
+            }
+        }
     }
 
     fn scan(
@@ -121,14 +143,30 @@ impl PluginStorage for DbStorage {
         start_after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<(String, String)>, String> {
-        self.block_on(crate::store::plugin_store::scan(
+        let limit = limit.min(MAX_SCAN);
+        if let Lookup::Known(entries) =
+            self.known
+                .scan(plugin, scope, prefix, start_after, limit as usize)
+        {
+            return Ok(entries);
+        }
+        let entries = self.block_on(crate::store::plugin_store::scan(
             &self.db.pool,
             plugin,
             scope,
             prefix,
             start_after,
             limit,
-        ))
+        ))?;
+        // From the first key of the prefix and short of the limit: every key it has.
+        let whole =
+            start_after.is_none_or(|after| after < prefix) && entries.len() < limit as usize;
+        self.known.scanned(plugin, scope, prefix, &entries, whole);
+        Ok(entries)
+    }
+
+    fn forget_scope(&self, scope: &str) {
+        self.known.forget_scope(scope);
     }
 }
 

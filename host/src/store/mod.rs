@@ -741,7 +741,7 @@ mod migration_tests {
         trade.closed_at_ms = 10;
         trade.net_pnl = "-2".parse().unwrap();
         let mut tx = db.begin().await.unwrap();
-        trades::insert_trade(&mut tx, "u1", &trade).await.unwrap();
+        trades::insert(&mut tx, &[("u1", &trade)]).await.unwrap();
         tx.commit().await.unwrap();
         let after = totals::get(&db.pool, "u1").await.unwrap();
         assert_eq!(

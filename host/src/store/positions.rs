@@ -235,29 +235,33 @@ pub async fn write<'e>(
     })
 }
 
-/// Writes only a position's pending close (the rest of it is unchanged).
+/// Writes only positions' pending closes (the rest of each is unchanged), each position once.
 pub async fn update_closing<'e>(
     exec: impl Executes<'e>,
-    p: &Position,
+    positions: &[&Position],
     now: i64,
 ) -> sqlx::Result<()> {
-    let close = CloseColumns::of(p.closing.as_ref());
-    on!(exec, |c| {
-        sqlx::query(
-            "UPDATE positions SET close_reason = $2, close_attempts = $3, next_close_at = $4, close_error = $5, \
-             updated_at = $6 WHERE id = $1 AND status = 'open'",
-        )
-        .bind(&p.id)
-        .bind(&close.reason)
-        .bind(close.attempts)
-        .bind(close.next_at)
-        .bind(&close.error)
-        .bind(now)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(())
+    if positions.is_empty() {
+        return Ok(());
+    }
+    on!(exec, |c, DB| {
+        // VALUES columns are column1, column2, … on both backends.
+        let mut query = QueryBuilder::<DB>::new(
+            "UPDATE positions SET close_reason = v.column2, close_attempts = v.column3, \
+             next_close_at = v.column4, close_error = v.column5, updated_at = v.column6 FROM (",
+        );
+        query.push_values(positions, |mut row, p| {
+            let close = CloseColumns::of(p.closing.as_ref());
+            row.push_bind(p.id.clone())
+                .push_bind(close.reason)
+                .push_bind(close.attempts)
+                .push_bind(close.next_at)
+                .push_bind(close.error)
+                .push_bind(now);
+        });
+        query.push(") AS v WHERE positions.id = v.column1 AND positions.status = 'open'");
+        query.build().persistent(false).execute(c).await.map(drop)
+    })
 }
 
 #[cfg(test)]

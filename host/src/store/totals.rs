@@ -1,13 +1,13 @@
 //! The `account_totals` table, one row of running totals per account that has completed a
 //! trade, and `account_day_totals`, one row per account, UTC day, symbol and strategy
 //! (`engine::totals`).
-//! [`add_trade`] runs in the transaction that books the trade, so the rows always agree with the
+//! [`add_trades`] runs in the transaction that books the trade, so the rows always agree with the
 //! `trades` table.
 
 use super::{Conn, Executes};
 use std::collections::BTreeMap;
 
-use sqlx::FromRow;
+use sqlx::{FromRow, QueryBuilder};
 
 use super::{Db, now_ms};
 use super::{StoredDecimal, flags, trades};
@@ -90,66 +90,106 @@ pub async fn all(db: &Db) -> sqlx::Result<Vec<AccountTotals>> {
     rows.into_iter().map(TotalsRow::into_totals).collect()
 }
 
-/// Writes the account's row; `on_conflict` says what an existing row gets.
+/// Writes accounts' rows, each user once; `on_conflict` says what an existing row gets.
 async fn put(
     conn: &mut Conn<'_>,
-    user_id: &str,
-    t: &AccountTotals,
+    rows: &[(&str, AccountTotals)],
     on_conflict: &str,
 ) -> sqlx::Result<()> {
-    on!(conn, |c| {
-        sqlx::query(sql!(
-            "INSERT INTO account_totals (user_id, {COLUMNS}, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
-             ON CONFLICT (user_id) {on_conflict}"
-        ))
-        .bind(user_id)
-        .bind(t.sums.trades as i64)
-        .bind(t.sums.winners as i64)
-        .bind(t.sums.losers as i64)
-        .bind(StoredDecimal(t.sums.net_pnl))
-        .bind(StoredDecimal(t.sums.profit))
-        .bind(StoredDecimal(t.sums.loss))
-        .bind(StoredDecimal(t.fees))
-        .bind(StoredDecimal(t.volume))
-        .bind(t.best_trade.map(StoredDecimal))
-        .bind(t.worst_trade.map(StoredDecimal))
-        .bind(t.streak)
-        .bind(t.streak_started_at)
-        .bind(t.longest_win_streak as i64)
-        .bind(t.longest_loss_streak as i64)
-        .bind(t.hold_ms)
-        .bind(t.first_closed_at)
-        .bind(t.last_closed_at)
-        .bind(now_ms())
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
+    let now = now_ms();
+    on!(conn, |c, DB| {
+        let mut query = QueryBuilder::<DB>::new(format!(
+            "INSERT INTO account_totals (user_id, {COLUMNS}, updated_at) "
+        ));
+        query.push_values(rows, |mut row, (user_id, t)| {
+            row.push_bind(user_id.to_string())
+                .push_bind(t.sums.trades as i64)
+                .push_bind(t.sums.winners as i64)
+                .push_bind(t.sums.losers as i64)
+                .push_bind(StoredDecimal(t.sums.net_pnl))
+                .push_bind(StoredDecimal(t.sums.profit))
+                .push_bind(StoredDecimal(t.sums.loss))
+                .push_bind(StoredDecimal(t.fees))
+                .push_bind(StoredDecimal(t.volume))
+                .push_bind(t.best_trade.map(StoredDecimal))
+                .push_bind(t.worst_trade.map(StoredDecimal))
+                .push_bind(t.streak)
+                .push_bind(t.streak_started_at)
+                .push_bind(t.longest_win_streak as i64)
+                .push_bind(t.longest_loss_streak as i64)
+                .push_bind(t.hold_ms)
+                .push_bind(t.first_closed_at)
+                .push_bind(t.last_closed_at)
+                .push_bind(now);
+        });
+        query.push(format!(" ON CONFLICT (user_id) {on_conflict}"));
+        query
+            .build()
+            .persistent(false)
+            .execute(c)
+            .await
+            .map(|done| done.rows_affected())
     })?;
     Ok(())
 }
 
-/// Adds a completed trade to its account's totals and to its day's, inside the transaction that
-/// books it: each row is merged with the totals of this one trade in a single upsert, relative to
-/// whatever the row holds when the statement runs (no read first, so concurrent bookings of one
-/// account add up on PostgreSQL too; the upsert locks the row until the transaction ends).
-pub async fn add_trade(
+/// Adds completed trades (in the order they closed) to their accounts' totals and to their days',
+/// inside the transaction that books them: each row is merged with the totals of one trade in an
+/// upsert, relative to whatever the row holds when the statement runs (no read first, so
+/// concurrent bookings of one account add up on PostgreSQL too; the upsert locks the row until
+/// the transaction ends). An upsert may touch a row once, so trades of one row go in successive
+/// statements, in order: the streak depends on it.
+pub async fn add_trades(
     conn: &mut Conn<'_>,
-    user_id: &str,
-    trade: &CompletedTrade,
+    trades: &[(&str, &CompletedTrade)],
 ) -> sqlx::Result<()> {
-    let mut one = AccountTotals::default();
-    one.add(trade);
-    put(conn, user_id, &one, &MERGE).await?;
-    let mut tally = Tally::default();
-    tally.add(trade);
-    let day = DayTotals {
-        day: utc_day(trade.closed_at_ms),
-        symbol: trade.symbol.clone(),
-        strategy: trade.strategy.clone(),
-        tally,
-    };
-    put_day(conn, user_id, &day, DAY_MERGE).await
+    let accounts = trades.iter().map(|(user_id, trade)| {
+        let mut one = AccountTotals::default();
+        one.add(trade);
+        (*user_id, *user_id, one)
+    });
+    for round in rounds(accounts) {
+        put(conn, &round, &MERGE).await?;
+    }
+    let days = trades.iter().map(|(user_id, trade)| {
+        let mut tally = Tally::default();
+        tally.add(trade);
+        let day = DayTotals {
+            day: utc_day(trade.closed_at_ms),
+            symbol: trade.symbol.clone(),
+            strategy: trade.strategy.clone(),
+            tally,
+        };
+        let key = (
+            *user_id,
+            day.day,
+            trade.symbol.as_str(),
+            trade.strategy.as_str(),
+        );
+        (key, *user_id, day)
+    });
+    for round in rounds(days) {
+        put_day(conn, &round, DAY_MERGE).await?;
+    }
+    Ok(())
+}
+
+/// Splits `(key, user, row)` into rounds in which each key appears once, a key's rows in their
+/// order across the rounds.
+fn rounds<'u, K: Eq + std::hash::Hash, R>(
+    rows: impl Iterator<Item = (K, &'u str, R)>,
+) -> Vec<Vec<(&'u str, R)>> {
+    let mut seen: std::collections::HashMap<K, usize> = std::collections::HashMap::new();
+    let mut rounds: Vec<Vec<(&str, R)>> = Vec::new();
+    for (key, user_id, row) in rows {
+        let round = seen.entry(key).or_insert(0);
+        if rounds.len() <= *round {
+            rounds.push(Vec::new());
+        }
+        rounds[*round].push((user_id, row));
+        *round += 1;
+    }
+    rounds
 }
 
 /// Whether the new trade (`excluded`, whose streak is +1, −1 or 0) continues the row's run: then
@@ -249,27 +289,34 @@ const DAY_MERGE: &str = "DO UPDATE SET trades = account_day_totals.trades + excl
 
 async fn put_day(
     conn: &mut Conn<'_>,
-    user_id: &str,
-    d: &DayTotals,
+    rows: &[(&str, DayTotals)],
     on_conflict: &'static str,
 ) -> sqlx::Result<()> {
-    on!(conn, |c| sqlx::query(sql!(
-        "INSERT INTO account_day_totals (user_id, {DAY_COLUMNS}) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-         ON CONFLICT (user_id, day, symbol, strategy) {on_conflict}"
-    ))
-    .bind(user_id)
-    .bind(d.day)
-    .bind(&d.symbol)
-    .bind(&d.strategy)
-    .bind(d.tally.trades as i64)
-    .bind(d.tally.winners as i64)
-    .bind(d.tally.losers as i64)
-    .bind(StoredDecimal(d.tally.net_pnl))
-    .bind(StoredDecimal(d.tally.size_usd))
-    .execute(c)
-    .await
-    .map(|done| done.rows_affected()))?;
+    on!(conn, |c, DB| {
+        let mut query = QueryBuilder::<DB>::new(format!(
+            "INSERT INTO account_day_totals (user_id, {DAY_COLUMNS}) "
+        ));
+        query.push_values(rows, |mut row, (user_id, d)| {
+            row.push_bind(user_id.to_string())
+                .push_bind(d.day)
+                .push_bind(d.symbol.clone())
+                .push_bind(d.strategy.clone())
+                .push_bind(d.tally.trades as i64)
+                .push_bind(d.tally.winners as i64)
+                .push_bind(d.tally.losers as i64)
+                .push_bind(StoredDecimal(d.tally.net_pnl))
+                .push_bind(StoredDecimal(d.tally.size_usd));
+        });
+        query.push(format!(
+            " ON CONFLICT (user_id, day, symbol, strategy) {on_conflict}"
+        ));
+        query
+            .build()
+            .persistent(false)
+            .execute(c)
+            .await
+            .map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 
@@ -301,15 +348,21 @@ pub async fn backfill(db: &Db) -> sqlx::Result<()> {
         }
         // Written only where no row exists: another process migrating the same database at
         // the same moment computes the same rows.
-        put(&mut tx, &user_id, &totals, "DO NOTHING").await?;
-        for ((day, symbol, strategy), tally) in days {
-            let day = DayTotals {
-                day,
-                symbol,
-                strategy,
-                tally,
-            };
-            put_day(&mut tx, &user_id, &day, "DO NOTHING").await?;
+        put(&mut tx, &[(&user_id, totals)], "DO NOTHING").await?;
+        let days: Vec<(&str, DayTotals)> = days
+            .into_iter()
+            .map(|((day, symbol, strategy), tally)| {
+                let day = DayTotals {
+                    day,
+                    symbol,
+                    strategy,
+                    tally,
+                };
+                (user_id.as_str(), day)
+            })
+            .collect();
+        for chunk in days.chunks(super::writer::MAX_ROWS) {
+            put_day(&mut tx, chunk, "DO NOTHING").await?;
         }
         tx.commit().await?;
     }
@@ -366,7 +419,7 @@ mod tests {
             );
             trade.strategy = if i % 3 == 0 { "a" } else { "b" }.into();
             let mut tx = db.begin().await.unwrap();
-            trades::insert_trade(&mut tx, "u1", &trade).await.unwrap();
+            trades::insert(&mut tx, &[("u1", &trade)]).await.unwrap();
             tx.commit().await.unwrap();
             expected.add(&trade);
             let key = (
@@ -388,5 +441,52 @@ mod tests {
             .map(|d| ((d.day, d.symbol, d.strategy), d.tally))
             .collect();
         assert_eq!(stored, days.into_iter().collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn trades_of_several_accounts_booked_at_once_add_up_in_order() {
+        let (db, _dir) = sqlite().await;
+        user(&db.pool, "u1").await;
+        user(&db.pool, "u2").await;
+        let nets = ["1", "-2", "-3", "4", "5", "6", "-7", "0", "8"];
+        let booked: Vec<(&str, CompletedTrade)> = nets
+            .iter()
+            .enumerate()
+            .map(|(i, net)| {
+                let owner = ["u1", "u2"][i % 2];
+                // Every trade of an account on one day, symbol and strategy: one day row each.
+                (owner, trade(i, net, "BTC-USD", 1_000 + i as i64))
+            })
+            .collect();
+        let batch: Vec<(&str, &CompletedTrade)> = booked.iter().map(|(u, t)| (*u, t)).collect();
+        let mut tx = db.begin().await.unwrap();
+        trades::insert(&mut tx, &batch).await.unwrap();
+        tx.commit().await.unwrap();
+        for owner in ["u1", "u2"] {
+            let mut expected = AccountTotals::default();
+            let mut tally = Tally::default();
+            for (_, trade) in booked.iter().filter(|(u, _)| *u == owner) {
+                expected.add(trade);
+                tally.add(trade);
+            }
+            assert_eq!(get(&db.pool, owner).await.unwrap(), expected, "{owner}");
+            let days = days_since(&db.pool, owner, 0).await.unwrap();
+            assert_eq!(days.len(), 1);
+            assert_eq!(days[0].tally, tally, "{owner}");
+        }
+    }
+
+    #[test]
+    fn rounds_touch_each_row_once_and_keep_its_order() {
+        let rows = [("a", 1), ("b", 2), ("a", 3), ("a", 4), ("c", 5), ("b", 6)];
+        let split = rounds(rows.iter().map(|(key, n)| (*key, *key, *n)));
+        assert_eq!(
+            split,
+            vec![
+                vec![("a", 1), ("b", 2), ("c", 5)],
+                vec![("a", 3), ("b", 6)],
+                vec![("a", 4)],
+            ]
+        );
     }
 }

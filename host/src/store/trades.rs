@@ -1,7 +1,7 @@
 //! Completed trades: one row per closed position (or each close of it), booked with the fill that
 //! closed it and added to the account's running totals in the same transaction.
 
-use sqlx::{Database, FromRow};
+use sqlx::{Database, FromRow, QueryBuilder};
 
 use rust_decimal::Decimal;
 
@@ -9,44 +9,49 @@ use super::{Conn, Db, Executes, Filter, Owned, StoredDecimal, limit_clause};
 use crate::engine::accounting::{CompletedTrade, Side};
 use crate::engine::totals::Sums;
 
-/// Books a completed trade and adds it to its account's running totals, in the caller's
-/// transaction.
-pub async fn insert_trade(
-    conn: &mut Conn<'_>,
-    user_id: &str,
-    t: &CompletedTrade,
-) -> sqlx::Result<()> {
-    on!(&mut *conn, |c| {
-        sqlx::query(
-            "INSERT INTO trades (id, user_id, position_id, broker, symbol, side, quantity, entry_price, exit_price, size_usd, \
-             gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, duration_minutes, entry_fee, strategy) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
-        )
-        .bind(&t.id)
-        .bind(user_id)
-        .bind(&t.position_id)
-        .bind(&t.broker)
-        .bind(&t.symbol)
-        .bind(t.side.as_str())
-        .bind(StoredDecimal(t.quantity))
-        .bind(StoredDecimal(t.entry_price))
-        .bind(StoredDecimal(t.exit_price))
-        .bind(StoredDecimal(t.size_usd))
-        .bind(StoredDecimal(t.gross_pnl))
-        .bind(StoredDecimal(t.fees))
-        .bind(StoredDecimal(t.net_pnl))
-        .bind(StoredDecimal(t.pnl_pct))
-        .bind(&t.exit_reason)
-        .bind(t.opened_at_ms)
-        .bind(t.closed_at_ms)
-        .bind(t.duration_minutes)
-        .bind(StoredDecimal(t.entry_fee))
-        .bind(&t.strategy)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
+/// Books completed trades, each with its user, and adds them to their accounts' running totals,
+/// in the caller's transaction: one statement for the trades, and the totals in as few statements as
+/// the rows they touch allow ([`super::totals::add_trades`]).
+pub async fn insert(conn: &mut Conn<'_>, trades: &[(&str, &CompletedTrade)]) -> sqlx::Result<()> {
+    if trades.is_empty() {
+        return Ok(());
+    }
+    on!(&mut *conn, |c, DB| {
+        let mut query = QueryBuilder::<DB>::new(
+            "INSERT INTO trades (id, user_id, position_id, broker, symbol, side, quantity, entry_price, \
+                 exit_price, size_usd, gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, \
+                 duration_minutes, entry_fee, strategy) ",
+        );
+        query.push_values(trades, |mut row, (user_id, t)| {
+            row.push_bind(t.id.clone())
+                .push_bind(user_id.to_string())
+                .push_bind(t.position_id.clone())
+                .push_bind(t.broker.clone())
+                .push_bind(t.symbol.clone())
+                .push_bind(t.side.as_str())
+                .push_bind(StoredDecimal(t.quantity))
+                .push_bind(StoredDecimal(t.entry_price))
+                .push_bind(StoredDecimal(t.exit_price))
+                .push_bind(StoredDecimal(t.size_usd))
+                .push_bind(StoredDecimal(t.gross_pnl))
+                .push_bind(StoredDecimal(t.fees))
+                .push_bind(StoredDecimal(t.net_pnl))
+                .push_bind(StoredDecimal(t.pnl_pct))
+                .push_bind(t.exit_reason.clone())
+                .push_bind(t.opened_at_ms)
+                .push_bind(t.closed_at_ms)
+                .push_bind(t.duration_minutes)
+                .push_bind(StoredDecimal(t.entry_fee))
+                .push_bind(t.strategy.clone());
+        });
+        query
+            .build()
+            .persistent(false)
+            .execute(c)
+            .await
+            .map(|done| done.rows_affected())
     })?;
-    super::totals::add_trade(conn, user_id, t).await
+    super::totals::add_trades(conn, trades).await
 }
 
 #[derive(FromRow)]

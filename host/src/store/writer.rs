@@ -34,7 +34,7 @@ const MAX_BATCH: usize = 256;
 /// Batches written at once on PostgreSQL.
 const POSTGRES_WRITERS: usize = 4;
 /// The most rows in one statement (well within both backends' limits on bound values).
-const MAX_ROWS: usize = 200;
+pub(crate) const MAX_ROWS: usize = 200;
 
 /// What the writer is asked to write.
 #[derive(Debug)]
@@ -250,10 +250,16 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
     for chunk in changes.chunks(MAX_ROWS) {
         orders::update(&mut tx, chunk, now).await?;
     }
+    // The last close request of each position counts.
+    let mut closing: Vec<&Position> = Vec::new();
     for job in jobs {
         if let Job::Closing(position) = job {
-            positions::update_closing(&mut tx, position, now).await?;
+            closing.retain(|p| p.id != position.id);
+            closing.push(position);
         }
+    }
+    for chunk in closing.chunks(MAX_ROWS) {
+        positions::update_closing(&mut tx, chunk, now).await?;
     }
     // The last state of each position counts.
     let mut latest: HashMap<&str, usize> = HashMap::new();
@@ -291,10 +297,12 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
     for chunk in rows.chunks(MAX_ROWS) {
         ledger::insert(&mut tx, chunk).await?;
     }
-    for booking in &bookings {
-        if let Some(trade) = &booking.trade {
-            trades::insert_trade(&mut tx, &booking.user_id, trade).await?;
-        }
+    let completed: Vec<(&str, &CompletedTrade)> = bookings
+        .iter()
+        .filter_map(|b| b.trade.as_ref().map(|t| (b.user_id.as_str(), t)))
+        .collect();
+    for chunk in completed.chunks(MAX_ROWS) {
+        trades::insert(&mut tx, chunk).await?;
     }
     // Changes of one account add up.
     let mut accounts: Vec<AccountChange> = Vec::new();
