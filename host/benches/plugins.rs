@@ -164,7 +164,7 @@ fn benches(c: &mut Criterion) {
         .active(PluginKind::RiskRule, "risk-guards")
         .unwrap();
     c.bench_function("fixed cost: store only", |b| {
-        b.iter(|| black_box(runtime.store(&rules.target, None)))
+        b.iter(|| black_box(runtime.store(&rules.target, None, false)))
     });
     c.bench_function(
         "fixed cost: describe (store, instance, trivial call)",

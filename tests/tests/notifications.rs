@@ -140,17 +140,25 @@ async fn trades_reach_mail_and_a_signed_webhook_that_is_retried_until_it_answers
     assert_eq!(again.len(), 2, "the failed post is retried once");
     assert_eq!(again[1].answered, 200);
     assert_eq!(again[0].body, again[1].body);
+    // The server records the attempt once the receiver's answer is back.
+    let delivered = |d: &Value| d["id"] == first_id.as_str() && d["status"] == "delivered";
     let deliveries = server
-        .get(
+        .wait_for(
+            &token,
             &format!("/api/v1/config/notifications/webhooks/{webhook_id}/deliveries"),
-            Some(&token),
+            10,
+            |data| {
+                data["deliveries"]
+                    .as_array()
+                    .is_some_and(|list| list.iter().any(delivered))
+            },
         )
         .await;
-    let retried = deliveries.data()["deliveries"]
+    let retried = deliveries["deliveries"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|d| d["id"] == first.header("x-tradehost-delivery"))
+        .find(|d| d["id"] == first_id.as_str())
         .cloned()
         .expect("the retried delivery is listed");
     assert_eq!(retried["status"], "delivered");

@@ -7,7 +7,7 @@
 //! `POSITION_CLOSE_FAILED` alarm. Every close goes to the position's own broker connection. A
 //! position is reported closed only once fills for all of it are booked.
 
-use super::accounting::Closing;
+use super::accounting::{Closing, Position};
 use super::alarms::{self, POSITION_CLOSE_FAILED};
 use super::order_state::OrderStatus;
 use super::orders::{self, Intent, OrderFailure, Plan, client_order_id, position_update};
@@ -46,16 +46,23 @@ pub enum Attempt {
     Gone,
 }
 
+/// Sets a position's close request in memory only.
+fn set<'t>(trader: &'t mut Trader, position_id: &str, closing: Closing) -> Option<&'t Position> {
+    let position = trader.positions.iter_mut().find(|p| p.id == position_id)?;
+    position.closing = Some(closing);
+    Some(position)
+}
+
+/// Sets a position's close request and writes it.
 async fn save(
     app: &App,
     trader: &mut Trader,
     position_id: &str,
     closing: Closing,
 ) -> Result<(), String> {
-    let Some(position) = trader.positions.iter_mut().find(|p| p.id == position_id) else {
+    let Some(position) = set(trader, position_id, closing) else {
         return Ok(());
     };
-    position.closing = Some(closing);
     // Part of the books: written by their writer and durable before anything goes out on it.
     app.db
         .write(Job::Closing(Box::new(position.clone())))
@@ -64,32 +71,42 @@ async fn save(
     Ok(())
 }
 
-/// Asks for `position_id` to be closed for `reason` (an earlier request keeps its reason).
-pub async fn request(
+/// Asks for `position_id` to be closed for `reason` (an earlier request keeps its reason) and
+/// makes an attempt if one is due (`force`: now, whatever the backoff); `signal` as for
+/// `attempt`.
+pub async fn close(
     app: &App,
     trader: &mut Trader,
     position_id: &str,
     reason: &str,
-) -> Result<(), String> {
+    force: bool,
+    signal: Option<&str>,
+) -> Result<Attempt, String> {
     let Some(position) = trader.position(position_id) else {
-        return Ok(());
+        return Ok(Attempt::Gone);
     };
-    if position.closing.is_some() {
-        return Ok(());
+    if position.closing.is_none() {
+        let closing = Closing {
+            reason: reason.to_string(),
+            attempts: 0,
+            next_attempt_at: 0,
+            last_error: None,
+        };
+        // Written with the attempt's order, or with its failure. An order of the position at
+        // work already means no attempt now: the request is written on its own.
+        if trader.live_order_for(Some(position_id), None).is_some() {
+            save(app, trader, position_id, closing).await?;
+        } else {
+            set(trader, position_id, closing);
+        }
     }
-    let closing = Closing {
-        reason: reason.to_string(),
-        attempts: 0,
-        next_attempt_at: 0,
-        last_error: None,
-    };
-    save(app, trader, position_id, closing).await
+    attempt(app, trader, position_id, force, signal).await
 }
 
 /// Makes an attempt at a requested close if one is due (`force`: now, whatever the backoff).
 /// `signal` is the inbound signal that asked for the close: its id names the completed trade of
 /// a first attempt, and its outcome follows the order.
-pub async fn attempt(
+async fn attempt(
     app: &App,
     trader: &mut Trader,
     position_id: &str,
@@ -109,11 +126,12 @@ pub async fn attempt(
     if !force && now < closing.next_attempt_at {
         return Ok(Attempt::Waiting);
     }
-    // The attempt is counted before the order is sent, so its id is never used twice.
+    // The attempt is counted before the order is sent (written with it, or with its failure),
+    // so its id is never used twice.
     closing.attempts += 1;
     closing.next_attempt_at = now + backoff(closing.attempts);
     let attempt = closing.attempts;
-    save(app, trader, position_id, closing.clone()).await?;
+    set(trader, position_id, closing.clone());
     let plan = Plan {
         broker: position.broker.clone(),
         client_order_id: client_order_id(&[position_id, "close", &attempt.to_string()]),
@@ -232,11 +250,7 @@ pub async fn close_all(app: &App, trader: &mut Trader, reason: &str) -> CloseAll
     let mut outcome = CloseAll::default();
     let ids: Vec<String> = trader.positions.iter().map(|p| p.id.clone()).collect();
     for position_id in ids {
-        let result = match request(app, trader, &position_id, reason).await {
-            Ok(()) => attempt(app, trader, &position_id, true, None).await,
-            Err(err) => Err(err),
-        };
-        match result {
+        match close(app, trader, &position_id, reason, true, None).await {
             Ok(Attempt::Closed(_) | Attempt::Gone) => outcome.closed += 1,
             Ok(Attempt::Working(_) | Attempt::Waiting) => outcome.closing += 1,
             Ok(Attempt::Failed(reason)) | Err(reason) => {

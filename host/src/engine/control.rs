@@ -536,10 +536,7 @@ pub async fn close_position(
     let Some(position) = trader.position(position_id).cloned() else {
         return Err(ApiError::code(ErrorCode::PositionNotFound));
     };
-    closing::request(app, trader, position_id, "manual")
-        .await
-        .map_err(ApiError::internal)?;
-    match closing::attempt(app, trader, position_id, true, None)
+    match closing::close(app, trader, position_id, "manual", true, None)
         .await
         .map_err(ApiError::internal)?
     {

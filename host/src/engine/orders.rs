@@ -30,10 +30,12 @@ use crate::notices::{self, Kind, TradeNotice};
 use crate::plugins::bindings::types::{
     self as wire, BrokerError, OrderKind, OrderReport, OrderRequest, OrderSide as WireSide,
 };
+use crate::plugins::store_access::HeldWrites;
 use crate::plugins::{PluginKind, decimal, off_thread};
 use crate::store::accounts::AccountChange;
 use crate::store::orders::{self as rows, FillRow, OrderChange, OrderRow};
-use crate::store::writer::{BaselineShift, Booking, Job, LedgerWrite, SignalOutcome};
+use crate::store::plugin_store::{self, Change};
+use crate::store::writer::{BaselineShift, Booking, Job, LedgerWrite, NewOrder, SignalOutcome};
 use crate::store::{iso8601, ledger, new_id, now_ms};
 
 /// The first check of a live order; later ones back off from it.
@@ -336,10 +338,19 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
         updated_at: now,
     };
 
-    // The order is on disk before the venue hears of it: it is never sent twice.
+    // The order is on disk before the venue hears of it: it is never sent twice. A close's
+    // attempt is counted with it.
+    let closing = match &plan.intent {
+        Intent::Close { position_id, .. } => trader.position(position_id).cloned(),
+        Intent::Open { .. } => None,
+    };
+    let new = NewOrder {
+        order: row.clone(),
+        closing,
+    };
     if !app
         .db
-        .write(Job::NewOrder(Box::new(row.clone())))
+        .write(Job::NewOrder(Box::new(new)))
         .await
         .map_err(db_failure)?
     {
@@ -373,16 +384,22 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
         limit_price: row.limit_price.map(decimal::text),
         reduce_only,
     };
-    let answer = match app.plugins.active(PluginKind::Broker, &plan.broker) {
-        Err(err) => Err(err.to_string()),
+    // What the venue's plugin writes in its store is written with the booking of its answer.
+    let (answer, venue_writes) = match app.plugins.active(PluginKind::Broker, &plan.broker) {
+        Err(err) => (Err(err.to_string()), None),
         Ok(active) => {
             let runtime = app.plugins.runtime().clone();
-            off_thread(move || runtime.broker_place_order(&active, &account, &request))
-                .await
-                .and_then(|result| result.map_err(|err| err.to_string()))
+            match off_thread(move || {
+                runtime.broker_place_order_holding_writes(&active, &account, &request)
+            })
+            .await
+            {
+                Ok((result, held)) => (result.map_err(|err| err.to_string()), held),
+                Err(err) => (Err(err), None),
+            }
         }
     };
-    let observation = match answer {
+    let mut observation = match answer {
         Ok(Ok(report)) => Observation::report(report),
         Ok(Err(err)) if not_placed(&err) => {
             Observation::event(OrderEvent::Refused, describe_error(&err))
@@ -396,9 +413,14 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
         .error
         .clone()
         .or_else(|| observation.report.as_ref().and_then(|r| r.reason.clone()));
-    let status = record(app, trader, &row, observation)
-        .await
-        .map_err(OrderFailure::Failed)?;
+    if let Some(held) = &venue_writes {
+        observation.venue_writes = held.rows();
+    }
+    let booked = record(app, trader, &row, observation).await;
+    if let Some(held) = venue_writes {
+        settle_venue_writes(app, held, booked.is_ok()).await;
+    }
+    let status = booked.map_err(OrderFailure::Failed)?;
     if unknown {
         // Not a failure of the scan: the order is followed up by reconciliation, and a venue
         // that stays unreachable fails those follow-ups.
@@ -410,6 +432,22 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
         status,
         reason: (status == OrderStatus::Rejected).then(|| reason.unwrap_or_default()),
     })
+}
+
+/// Settles what the venue's plugin wrote while placing an order: written with its booking, or
+/// (the booking failed, so they were not) on their own. Either way the store is free again.
+async fn settle_venue_writes(app: &App, held: HeldWrites, booked: bool) {
+    if booked || held.changes().is_empty() {
+        held.written();
+        return;
+    }
+    match plugin_store::write(&app.db, held.plugin(), held.scope(), held.changes()).await {
+        Ok(()) => held.written(),
+        Err(err) => {
+            tracing::error!(plugin = held.plugin(), error = %err, "a venue's store writes were lost with the booking of its answer");
+            held.unknown();
+        }
+    }
 }
 
 /// Asks the venue to cancel a working limit entry and books its answer: what filled until then
@@ -470,6 +508,9 @@ pub struct Observation {
     /// What happened when there is no report.
     pub event: Option<OrderEvent>,
     pub error: Option<String>,
+    /// What the venue's plugin wrote in its store while answering (held back by the call), to
+    /// be written with the booking.
+    pub venue_writes: Vec<Change>,
 }
 
 impl Observation {
@@ -600,6 +641,7 @@ pub async fn record(
     let mut new_entries: Vec<LedgerEntry> = Vec::new();
     let mut booking = Booking {
         user_id: trader.user_id.clone(),
+        plugin_store: observation.venue_writes,
         ..Booking::default()
     };
     // Orders written before positions were named at entry open one under their own id.

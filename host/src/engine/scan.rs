@@ -266,7 +266,7 @@ pub async fn scan(
         .filter_map(|p| exit_reason(p, p.current_price).map(|reason| (p.id.clone(), reason)))
         .collect();
     for (position_id, reason) in exits {
-        closing::request(app, trader, &position_id, reason).await?;
+        closing::close(app, trader, &position_id, reason, false, None).await?;
     }
     closing::attempt_due(app, trader).await?;
 
@@ -531,8 +531,7 @@ async fn close(
     let retry = trader
         .position(position_id)
         .is_some_and(|p| p.closing.is_some());
-    closing::request(app, trader, position_id, reason).await?;
-    match closing::attempt(app, trader, position_id, !retry, id).await? {
+    match closing::close(app, trader, position_id, reason, !retry, id).await? {
         Attempt::Closed(order_id) => Ok(Acted::Ordered {
             order_id: order_id.unwrap_or_default(),
             status: OrderStatus::Filled,

@@ -2,7 +2,7 @@
 //! queued delivery per webhook that wants it, in the transaction that marks it dispatched, so
 //! an event is dispatched once even after a crash or with several instances.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -11,8 +11,9 @@ use super::render;
 use crate::App;
 use crate::notices::Kind;
 use crate::settings;
-use crate::store::notifications::{self, EventRow, WebhookRow};
-use crate::store::{Tx, new_id, now_ms, outbox};
+use crate::store::notifications::{self, EventRow, NewDelivery, Recipient, WebhookRow};
+use crate::store::outbox::{self, NewMail};
+use crate::store::{MAX_ROWS, new_id, now_ms};
 
 /// Events taken per pass.
 const BATCH: i64 = 100;
@@ -38,24 +39,97 @@ pub async fn dispatch_pending(app: &App) -> anyhow::Result<usize> {
     if events.is_empty() {
         return Ok(0);
     }
-    // One transaction for the pass: under load a pass takes many events, and a commit each
-    // would hold the database's write lock (and wait for the disk) once per trade.
+    // Who the events may go to is read first, once per user in the pass.
+    let mut audiences: HashMap<Option<String>, Audience> = HashMap::new();
+    for event in &events {
+        if !audiences.contains_key(&event.user_id) {
+            let user = event.user_id.as_deref();
+            let audience = Audience {
+                recipients: notifications::recipients(&app.db.pool, user).await?,
+                webhooks: notifications::webhooks(&app.db.pool, user).await?,
+            };
+            audiences.insert(event.user_id.clone(), audience);
+        }
+    }
+    // One transaction and a few statements for the pass: under load a pass takes many events,
+    // and a commit (or statements) per event would hold the database's write lock once per
+    // trade.
     let now = now_ms();
     let mut tx = app.db.begin().await?;
-    let (mut mail, mut deliveries) = (0, 0);
-    for event in &events {
-        let (m, d) = dispatch(&mut tx, event, now).await?;
-        mail += m;
-        deliveries += d;
+    let ids: Vec<&str> = events.iter().map(|event| event.id.as_str()).collect();
+    // Events another instance marked first are its to queue, once.
+    let marked: HashSet<String> = notifications::mark_dispatched(&mut *tx, &ids, now)
+        .await?
+        .into_iter()
+        .collect();
+    let ours: Vec<&EventRow> = events.iter().filter(|e| marked.contains(&e.id)).collect();
+    let (mail, deliveries) = plan(&ours, &audiences);
+    for chunk in mail.chunks(MAX_ROWS) {
+        outbox::insert_once(&mut *tx, chunk).await?;
+    }
+    for chunk in deliveries.chunks(MAX_ROWS) {
+        notifications::enqueue(&mut *tx, chunk, now).await?;
     }
     tx.commit().await?;
-    if mail > 0 {
+    if !mail.is_empty() {
         app.mailer.wake();
     }
-    if deliveries > 0 {
+    if !deliveries.is_empty() {
         app.notifier.wake_sender();
     }
     Ok(events.len())
+}
+
+/// Who an event of one user (or of everyone) may go to.
+struct Audience {
+    recipients: Vec<Recipient>,
+    webhooks: Vec<WebhookRow>,
+}
+
+/// The mail (as each recipient's settings say) and webhook deliveries of events.
+fn plan<'a>(
+    events: &[&'a EventRow],
+    audiences: &'a HashMap<Option<String>, Audience>,
+) -> (Vec<NewMail>, Vec<NewDelivery<'a>>) {
+    let (mut mail, mut deliveries) = (Vec::new(), Vec::new());
+    for &event in events {
+        let Some(kind) = Kind::parse(&event.kind) else {
+            tracing::warn!(event_id = %event.id, kind = %event.kind, "a notification of an unknown kind is dropped");
+            continue;
+        };
+        let Some(audience) = audiences.get(&event.user_id) else {
+            continue;
+        };
+        let payload: Value = serde_json::from_str(&event.payload).unwrap_or(Value::Null);
+        let message = render::message(kind, &payload);
+        for recipient in &audience.recipients {
+            let stored: Map<String, Value> = recipient
+                .settings
+                .as_deref()
+                .and_then(|text| serde_json::from_str(text).ok())
+                .unwrap_or_default();
+            if wants_mail(kind, &payload, &settings::notifications_of(&stored)) {
+                mail.push(NewMail {
+                    // One mail per event and recipient, however often the event is dispatched.
+                    id: format!("{}:{}", event.id, recipient.user_id),
+                    to_address: recipient.email.clone(),
+                    subject: format!("tradehost: {}", message.title),
+                    body: message.mail_body(),
+                    kind: format!("notification:{}", kind.as_str()),
+                });
+            }
+        }
+        for webhook in &audience.webhooks {
+            if wants_delivery(webhook, kind, &payload) {
+                deliveries.push(NewDelivery {
+                    id: new_id(),
+                    webhook,
+                    event,
+                });
+            }
+        }
+    }
+    (mail, deliveries)
 }
 
 /// Whether the recipient's settings ask for mail about this event.
@@ -86,49 +160,6 @@ pub(super) fn wants_delivery(webhook: &WebhookRow, kind: Kind, payload: &Value) 
     }
     serde_json::from_str::<Vec<String>>(&webhook.events)
         .is_ok_and(|kinds| kinds.iter().any(|k| k == kind.as_str()))
-}
-
-/// One event: its mail and deliveries queued, and it marked dispatched, in the pass's
-/// transaction.
-async fn dispatch(tx: &mut Tx, event: &EventRow, now: i64) -> anyhow::Result<(usize, usize)> {
-    // Another instance took it first: it queues the same, once.
-    if !notifications::mark_dispatched(&mut *tx, &event.id, now).await? {
-        return Ok((0, 0));
-    }
-    let Some(kind) = Kind::parse(&event.kind) else {
-        tracing::warn!(event_id = %event.id, kind = %event.kind, "a notification of an unknown kind is dropped");
-        return Ok((0, 0));
-    };
-    let payload: Value = serde_json::from_str(&event.payload).unwrap_or(Value::Null);
-    let message = render::message(kind, &payload);
-    let mut mail = 0;
-    for recipient in notifications::recipients(&mut *tx, event.user_id.as_deref()).await? {
-        let stored: Map<String, Value> = recipient
-            .settings
-            .as_deref()
-            .and_then(|text| serde_json::from_str(text).ok())
-            .unwrap_or_default();
-        if wants_mail(kind, &payload, &settings::notifications_of(&stored)) {
-            outbox::insert_once(
-                &mut *tx,
-                &format!("{}:{}", event.id, recipient.user_id),
-                &recipient.email,
-                &format!("tradehost: {}", message.title),
-                &message.mail_body(),
-                &format!("notification:{}", kind.as_str()),
-            )
-            .await?;
-            mail += 1;
-        }
-    }
-    let mut deliveries = 0;
-    for webhook in notifications::webhooks(&mut *tx, event.user_id.as_deref()).await? {
-        if wants_delivery(&webhook, kind, &payload) {
-            notifications::enqueue(&mut *tx, &new_id(), &webhook, event, now).await?;
-            deliveries += 1;
-        }
-    }
-    Ok((mail, deliveries))
 }
 
 #[cfg(test)]
@@ -187,18 +218,92 @@ mod tests {
         }
     }
 
-    #[test]
-    fn webhooks_take_what_they_subscribe_to_and_their_own_tests() {
-        let webhook = WebhookRow {
-            id: "w1".into(),
-            user_id: "u".into(),
+    fn webhook(id: &str, user_id: &str, events: &str) -> WebhookRow {
+        WebhookRow {
+            id: id.into(),
+            user_id: user_id.into(),
             url_sealed: String::new(),
             url_display: String::new(),
             format: "json".into(),
-            events: r#"["trade_closed","alarm"]"#.into(),
+            events: events.into(),
             chat_id: None,
             created_at: 0,
-        };
+        }
+    }
+
+    fn event(id: &str, user_id: Option<&str>, kind: &str) -> EventRow {
+        EventRow {
+            id: id.into(),
+            user_id: user_id.map(str::to_string),
+            kind: kind.into(),
+            payload: "{}".into(),
+            created_at: 0,
+        }
+    }
+
+    fn recipient(user_id: &str, settings: Value) -> Recipient {
+        Recipient {
+            user_id: user_id.into(),
+            email: format!("{user_id}@example.com"),
+            settings: Some(settings.to_string()),
+        }
+    }
+
+    #[test]
+    fn a_pass_plans_each_events_mail_and_deliveries_for_its_audience() {
+        let trades_by_mail =
+            json!({"notifications": {"email_enabled": true, "trade_notifications": true}});
+        let mail_off = json!({"notifications": {"email_enabled": false}});
+        let mut audiences = HashMap::new();
+        audiences.insert(
+            Some("u1".to_string()),
+            Audience {
+                recipients: vec![recipient("u1", trades_by_mail.clone())],
+                webhooks: vec![webhook("w1", "u1", r#"["trade_closed"]"#)],
+            },
+        );
+        // An event for everyone goes to every active user and every webhook that wants it.
+        audiences.insert(
+            None,
+            Audience {
+                recipients: vec![recipient("u1", trades_by_mail), recipient("u2", mail_off)],
+                webhooks: vec![
+                    webhook("w1", "u1", r#"["trade_closed"]"#),
+                    webhook("w2", "u2", r#"["kill_switch"]"#),
+                ],
+            },
+        );
+        let events = [
+            event("e1", Some("u1"), "trade_closed"),
+            event("e2", Some("u1"), "trade_opened"),
+            event("e3", None, "kill_switch"),
+            event("e4", Some("u1"), "no_such_kind"),
+        ];
+        let refs: Vec<&EventRow> = events.iter().collect();
+        let (mail, deliveries) = plan(&refs, &audiences);
+
+        let mail: Vec<(&str, &str)> = mail
+            .iter()
+            .map(|m| (m.id.as_str(), m.kind.as_str()))
+            .collect();
+        assert_eq!(
+            mail,
+            [
+                ("e1:u1", "notification:trade_closed"),
+                ("e2:u1", "notification:trade_opened"),
+                ("e3:u1", "notification:kill_switch"),
+            ]
+        );
+        let deliveries: Vec<(&str, &str)> = deliveries
+            .iter()
+            .map(|d| (d.event.id.as_str(), d.webhook.id.as_str()))
+            .collect();
+        assert_eq!(deliveries, [("e1", "w1"), ("e3", "w2")]);
+    }
+
+    #[test]
+    fn webhooks_take_what_they_subscribe_to_and_their_own_tests() {
+        let webhook = webhook("w1", "u", r#"["trade_closed","alarm"]"#);
         assert!(wants_delivery(&webhook, Kind::TradeClosed, &json!({})));
         assert!(!wants_delivery(&webhook, Kind::TradeOpened, &json!({})));
         assert!(wants_delivery(

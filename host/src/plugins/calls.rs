@@ -14,10 +14,13 @@ use super::bindings::types::{
     PluginError as GuestError, SignalAction, Threshold, Verdict,
 };
 use super::bindings::types::{BrokerError, KpiSnapshot, PluginInfo};
+use super::bindings::v0_1;
 use super::error::PluginError;
 use super::legacy;
 use super::registry::LoadedPlugin;
 use super::runtime::{CallTarget, PluginRuntime, Prepared};
+use super::state::PluginState;
+use super::store_access::HeldWrites;
 
 pub const MAX_STATE_BYTES: usize = 64 * 1024;
 pub const MAX_SIGNALS_PER_SYMBOL: usize = 4;
@@ -463,22 +466,75 @@ impl PluginRuntime {
                     )
                 })?
             }
-            Prepared::BrokerV0_1(pre) => {
-                let creds = legacy::credentials(&account.credentials);
-                let Some(old) = legacy::order_request(order) else {
-                    return Ok(Err(BrokerError::Invalid(
-                        "the order's numbers do not fit the 0.1.0 interface".into(),
-                    )));
-                };
-                self.call_for(target, &account.user_id, pre, |store, pre| {
-                    pre.instantiate(&mut *store)?
-                        .call_place_order(&mut *store, &creds, &old)
-                })?
-                .map(|fill| legacy::filled_report(order, fill))
-                .map_err(legacy::broker_error)
-            }
+            Prepared::BrokerV0_1(pre) => return self.place_order_v0_1(active, account, order, pre),
             _ => return Err(wrong_kind(active, PluginKind::Broker)),
         };
+        self.placed(target, account, order, result)
+    }
+
+    /// As [`PluginRuntime::broker_place_order`], with the call's store writes held back for
+    /// the caller to write with its booking of the answer ([`PluginRuntime::call_holding_writes`];
+    /// `None`: the call was not made, or the broker has no store).
+    #[allow(clippy::type_complexity)]
+    pub fn broker_place_order_holding_writes(
+        &self,
+        active: &Active,
+        account: &BrokerAccount,
+        order: &OrderRequest,
+    ) -> (
+        Result<Result<OrderReport, BrokerError>, PluginError>,
+        Option<HeldWrites>,
+    ) {
+        let target = &active.target;
+        if let Some(wait) = self.rate_gate.closed(&target.name, &account.user_id) {
+            return (Ok(Err(wait)), None);
+        }
+        let Prepared::Broker(pre) = &active.plugin.prepared else {
+            return (self.broker_place_order(active, account, order), None);
+        };
+        let (result, held) =
+            self.call_holding_writes(target, &account.user_id, pre, |store, pre| {
+                pre.instantiate(&mut *store)?.call_place_order(
+                    &mut *store,
+                    &account.credentials,
+                    order,
+                )
+            });
+        let answer = result.and_then(|result| self.placed(target, account, order, result));
+        (answer, Some(held))
+    }
+
+    fn place_order_v0_1(
+        &self,
+        active: &Active,
+        account: &BrokerAccount,
+        order: &OrderRequest,
+        pre: &v0_1::broker::BrokerPre<PluginState>,
+    ) -> Result<Result<OrderReport, BrokerError>, PluginError> {
+        let creds = legacy::credentials(&account.credentials);
+        let Some(old) = legacy::order_request(order) else {
+            return Ok(Err(BrokerError::Invalid(
+                "the order's numbers do not fit the 0.1.0 interface".into(),
+            )));
+        };
+        let result = self
+            .call_for(&active.target, &account.user_id, pre, |store, pre| {
+                pre.instantiate(&mut *store)?
+                    .call_place_order(&mut *store, &creds, &old)
+            })?
+            .map(|fill| legacy::filled_report(order, fill))
+            .map_err(legacy::broker_error);
+        self.placed(&active.target, account, order, result)
+    }
+
+    /// A placed order's answer, checked against the contract and seen by the rate gate.
+    fn placed(
+        &self,
+        target: &CallTarget,
+        account: &BrokerAccount,
+        order: &OrderRequest,
+        result: Result<OrderReport, BrokerError>,
+    ) -> Result<Result<OrderReport, BrokerError>, PluginError> {
         if let Ok(report) = &result {
             check_report(report, Some(order)).map_err(|detail| contract(target, detail))?;
         }

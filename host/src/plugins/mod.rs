@@ -3,7 +3,9 @@
 //! - `bindings`: host bindings of the WIT worlds in `wit/` (the current package and 0.1.0);
 //! - `runtime`: one Engine, a Linker per world, a fresh Store per call with limits;
 //! - `state`: what a call's Store holds, and the host capabilities (log, time, config, http,
-//!   store); `storage`: where broker plugins' stores live; `egress`: what outgoing HTTP may reach;
+//!   store); `storage`: where broker plugins' stores live, `store_cache` what is known of them in
+//!   memory, `store_access` what one call reaches (per-user locks, writes held back for the
+//!   caller); `egress`: what outgoing HTTP may reach;
 //!   `rate_gate`: broker calls held back while a venue asks them to wait;
 //! - `calls`: typed calls per world, every answer checked against the contract; `legacy`:
 //!   the adapter that lets 0.1.0 components answer them; `decimal`: the interface's numbers;
@@ -23,6 +25,7 @@ pub mod registry;
 pub mod runtime;
 pub mod state;
 pub mod storage;
+pub mod store_access;
 pub mod store_cache;
 
 use serde::{Deserialize, Serialize};

@@ -23,7 +23,8 @@ use super::egress::{self, Egress};
 use super::error::PluginError;
 use super::rate_gate::RateGate;
 use super::state::PluginState;
-use super::storage::{MemoryStorage, PluginStorage, ScopeLocks, StoreAccess};
+use super::storage::{MemoryStorage, PluginStorage};
+use super::store_access::{HeldWrites, ScopeLocks, StoreAccess};
 
 /// Limits applied to every call.
 #[derive(Debug, Clone, Copy)]
@@ -279,12 +280,21 @@ impl PluginRuntime {
     }
 
     /// A fresh store for one call, with the limits armed; `scope` gives the call the store of
-    /// that user (broker calls made on a user's behalf).
-    pub fn store(&self, target: &CallTarget, scope: Option<&str>) -> Store<PluginState> {
-        let access = scope.map(|scope| StoreAccess {
-            backend: self.storage.clone(),
-            plugin: target.name.clone(),
-            scope: scope.to_string(),
+    /// that user (broker calls made on a user's behalf), `hold_writes` holds its writes back
+    /// for the caller ([`PluginRuntime::call_holding_writes`]).
+    pub fn store(
+        &self,
+        target: &CallTarget,
+        scope: Option<&str>,
+        hold_writes: bool,
+    ) -> Store<PluginState> {
+        let access = scope.map(|scope| {
+            StoreAccess::new(
+                self.storage.clone(),
+                target.name.clone(),
+                scope.to_string(),
+                hold_writes,
+            )
         });
         let state = PluginState::new(
             target.name.clone(),
@@ -322,7 +332,7 @@ impl PluginRuntime {
         pre: &P,
         call: impl FnOnce(&mut Store<PluginState>, &P) -> wasmtime::Result<T>,
     ) -> Result<T, PluginError> {
-        let mut store = self.store(target, None);
+        let mut store = self.store(target, None, false);
         call(&mut store, pre).map_err(|err| self.classify(target, &store, err))
     }
 
@@ -335,10 +345,30 @@ impl PluginRuntime {
         pre: &P,
         call: impl FnOnce(&mut Store<PluginState>, &P) -> wasmtime::Result<T>,
     ) -> Result<T, PluginError> {
-        let lock = self.scope_locks.lock(&target.name, scope);
-        let _serialised = lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut store = self.store(target, Some(scope));
+        let _serialised = self.scope_locks.lock(&target.name, scope);
+        let mut store = self.store(target, Some(scope), false);
         call(&mut store, pre).map_err(|err| self.classify(target, &store, err))
+    }
+
+    /// As [`PluginRuntime::call_for`], with the call's store writes held back: they come with
+    /// the answer, and the call's lock on the user's store stays held until the caller has
+    /// written them with what it makes of the answer (one transaction instead of two). Whatever
+    /// the call sends out is preceded by a write of what it held back until then.
+    pub fn call_holding_writes<P, T>(
+        &self,
+        target: &CallTarget,
+        scope: &str,
+        pre: &P,
+        call: impl FnOnce(&mut Store<PluginState>, &P) -> wasmtime::Result<T>,
+    ) -> (Result<T, PluginError>, HeldWrites) {
+        let serialised = self.scope_locks.lock(&target.name, scope);
+        let mut store = self.store(target, Some(scope), true);
+        let result = call(&mut store, pre).map_err(|err| self.classify(target, &store, err));
+        let held = store
+            .data_mut()
+            .held_writes(serialised)
+            .expect("a call for a user has a store");
+        (result, held)
     }
 
     fn classify(

@@ -16,7 +16,8 @@ use super::bindings::broker::tradehost::plugin::{http, store};
 use super::bindings::strategy::tradehost::plugin::host;
 use super::bindings::v0_1;
 use super::egress;
-use super::storage::{self, StoreAccess};
+use super::storage;
+use super::store_access::{HeldWrites, ScopeGuard, StoreAccess};
 
 /// Log lines a plugin may write per call; more are dropped (a plugin cannot flood the log).
 const LOG_LINES_PER_CALL: u32 = 32;
@@ -78,8 +79,22 @@ impl PluginState {
         }
     }
 
-    /// Sends a request, counting the wait apart from the plugin's own time.
+    /// The store writes the call held back, with its lock on the store (`None`: a call made
+    /// without a user).
+    pub fn held_writes(&mut self, lock: ScopeGuard) -> Option<HeldWrites> {
+        self.store.as_mut().map(|access| access.take_held(lock))
+    }
+
+    /// Sends a request, counting the wait apart from the plugin's own time. Store writes held
+    /// back are written first: nothing leaves a call before what it wrote is durable.
     fn send_timed(&mut self, req: http::Request) -> Result<http::Response, http::HttpError> {
+        if let Some(access) = &mut self.store {
+            access.flush().map_err(|err| {
+                http::HttpError::Unreachable(format!(
+                    "not sent: the store could not be written ({err})"
+                ))
+            })?;
+        }
         let start = Instant::now();
         let answer = self.http.send(req);
         self.waited += start.elapsed();
@@ -165,7 +180,7 @@ impl store::Host for PluginState {
         if !storage::valid_key(&key) {
             return None;
         }
-        match access.backend.get(&access.plugin, &access.scope, &key) {
+        match access.get(&key) {
             Ok(value) => value,
             Err(err) => {
                 tracing::warn!(plugin = &*self.plugin, error = %err, "plugin store read failed");
@@ -175,13 +190,11 @@ impl store::Host for PluginState {
     }
 
     fn write(&mut self, changes: Vec<(String, Option<String>)>) -> Result<(), String> {
-        let Some(access) = &self.store else {
+        let Some(access) = &mut self.store else {
             return Err("this call has no store (it is not made for a user)".into());
         };
         storage::check_changes(&changes)?;
-        access
-            .backend
-            .write(&access.plugin, &access.scope, &changes)
+        access.write(changes)
     }
 
     fn scan(
@@ -190,7 +203,7 @@ impl store::Host for PluginState {
         start_after: Option<String>,
         limit: u32,
     ) -> Vec<store::Entry> {
-        let Some(access) = &self.store else {
+        let Some(access) = &mut self.store else {
             return Vec::new();
         };
         if prefix.len() > storage::MAX_KEY_BYTES
@@ -198,9 +211,7 @@ impl store::Host for PluginState {
         {
             return Vec::new();
         }
-        match access.backend.scan(
-            &access.plugin,
-            &access.scope,
+        match access.scan(
             &prefix,
             start_after.as_deref(),
             limit.min(storage::MAX_SCAN),

@@ -2,15 +2,13 @@
 //! one user. A simulated venue keeps its book of orders and fills here; a live venue's plugin
 //! can keep a nonce that must keep growing across restarts.
 //!
-//! Calls that carry a user are serialised per (plugin, user) by [`ScopeLocks`], so a plugin's
+//! Calls that carry a user are serialised per (plugin, user) (`store_access`), so a plugin's
 //! read-modify-write is never interleaved with another call's. Each `write` is one transaction,
-//! durable when it returns. Reads are answered from memory where this process knows the answer
-//! ([`StoreCache`]).
+//! durable when it returns (or held back by the call for its caller to write with the call's
+//! outcome). Reads are answered from memory where this process knows the answer ([`StoreCache`]).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
-
-use dashmap::DashMap;
+use std::sync::Mutex;
 
 use super::store_cache::{Lookup, StoreCache};
 use crate::store::Db;
@@ -37,6 +35,10 @@ pub trait PluginStorage: Send + Sync {
         start_after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<(String, String)>, String>;
+    /// Takes note of changes a caller wrote in its own transaction, durable now (a call's held
+    /// writes: `store_access::HeldWrites`); a store that is not in the server's database
+    /// applies them.
+    fn adopt(&self, plugin: &str, scope: &str, changes: &[(String, Option<String>)]);
     /// Drops whatever is remembered in memory of the user's stores, so they are read afresh.
     fn forget_scope(&self, _scope: &str) {}
 }
@@ -165,6 +167,10 @@ impl PluginStorage for DbStorage {
         Ok(entries)
     }
 
+    fn adopt(&self, plugin: &str, scope: &str, changes: &[(String, Option<String>)]) {
+        self.known.wrote(plugin, scope, changes);
+    }
+
     fn forget_scope(&self, scope: &str) {
         self.known.forget_scope(scope);
     }
@@ -223,29 +229,12 @@ impl PluginStorage for MemoryStorage {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect())
     }
-}
 
-/// One mutex per (plugin, user): a call that can reach a user's store holds it throughout.
-#[derive(Default)]
-pub struct ScopeLocks {
-    locks: DashMap<(Arc<str>, String), Arc<Mutex<()>>>,
-}
-
-impl ScopeLocks {
-    pub fn lock(&self, plugin: &Arc<str>, scope: &str) -> Arc<Mutex<()>> {
-        self.locks
-            .entry((plugin.clone(), scope.to_string()))
-            .or_default()
-            .clone()
+    fn adopt(&self, plugin: &str, scope: &str, changes: &[(String, Option<String>)]) {
+        if let Err(err) = self.write(plugin, scope, changes) {
+            tracing::error!(plugin, error = %err, "plugin store");
+        }
     }
-}
-
-/// What one call's store reaches: the backend, and the plugin and user it is private to.
-#[derive(Clone)]
-pub struct StoreAccess {
-    pub backend: Arc<dyn PluginStorage>,
-    pub plugin: Arc<str>,
-    pub scope: String,
 }
 
 #[cfg(test)]

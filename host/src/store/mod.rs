@@ -534,6 +534,10 @@ pub struct Owned<T> {
 /// A UTC day in milliseconds, the unit of every timestamp.
 pub const DAY_MS: i64 = 86_400_000;
 
+/// The most rows in one multi-row statement (well within both backends' limits on bound
+/// values).
+pub const MAX_ROWS: usize = 200;
+
 /// Milliseconds since the Unix epoch: the storage form of every timestamp.
 pub fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()

@@ -69,19 +69,27 @@ pub async fn undispatched_events(db: &Db, limit: i64) -> sqlx::Result<Vec<EventR
     .await)
 }
 
-/// Marks an event dispatched; false when another dispatcher did it first.
-pub async fn mark_dispatched<'e>(exec: impl Executes<'e>, id: &str, at: i64) -> sqlx::Result<bool> {
-    let result = on!(exec, |c| {
-        sqlx::query(
-            "UPDATE notification_events SET dispatched_at = $1 WHERE id = $2 AND dispatched_at IS NULL",
-        )
-        .bind(at)
-        .bind(id)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(result > 0)
+/// Marks events dispatched; returns the ids this call marked (the others were marked by
+/// another dispatcher first).
+pub async fn mark_dispatched<'e>(
+    exec: impl Executes<'e>,
+    ids: &[&str],
+    at: i64,
+) -> sqlx::Result<Vec<String>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    on!(exec, |c, DB| {
+        let mut query = QueryBuilder::<DB>::new("UPDATE notification_events SET dispatched_at = ");
+        query.push_bind(at);
+        query.push(" WHERE dispatched_at IS NULL AND id IN (");
+        let mut list = query.separated(", ");
+        for id in ids {
+            list.push_bind(id.to_string());
+        }
+        query.push(") RETURNING id");
+        query.build_query_scalar().fetch_all(c).await
+    })
 }
 
 /// The mail address and stored settings of a user, or of every active user (`user_id` None).
@@ -265,29 +273,46 @@ pub struct DeliveryRow {
 const DELIVERY_COLUMNS: &str = "id, webhook_id, user_id, event_id, kind, payload, status, attempts, \
      next_attempt_at, last_status, last_error, created_at, delivered_at";
 
-/// Queues an event for a webhook (once: a second call for the same pair does nothing).
+/// An event queued for a webhook.
+pub struct NewDelivery<'a> {
+    pub id: String,
+    pub webhook: &'a WebhookRow,
+    pub event: &'a EventRow,
+}
+
+/// Queues events for webhooks in one statement, each pair once: a pair queued before is left
+/// as it is.
 pub async fn enqueue<'e>(
     exec: impl Executes<'e>,
-    id: &str,
-    webhook: &WebhookRow,
-    event: &EventRow,
+    deliveries: &[NewDelivery<'_>],
     at: i64,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
-        "INSERT INTO webhook_deliveries (id, webhook_id, user_id, event_id, kind, payload, status, \
-         next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7) \
-         ON CONFLICT (webhook_id, event_id) DO NOTHING",
-    )
-    .bind(id)
-    .bind(&webhook.id)
-    .bind(&webhook.user_id)
-    .bind(&event.id)
-    .bind(&event.kind)
-    .bind(&event.payload)
-    .bind(at)
-    .execute(c)
-    .await
-    .map(|done| done.rows_affected()))?;
+    if deliveries.is_empty() {
+        return Ok(());
+    }
+    on!(exec, |c, DB| {
+        let mut query = QueryBuilder::<DB>::new(
+            "INSERT INTO webhook_deliveries (id, webhook_id, user_id, event_id, kind, payload, \
+             status, next_attempt_at, created_at) ",
+        );
+        query.push_values(deliveries, |mut row, d| {
+            row.push_bind(d.id.clone())
+                .push_bind(d.webhook.id.clone())
+                .push_bind(d.webhook.user_id.clone())
+                .push_bind(d.event.id.clone())
+                .push_bind(d.event.kind.clone())
+                .push_bind(d.event.payload.clone())
+                .push_bind("pending")
+                .push_bind(at)
+                .push_bind(at);
+        });
+        query.push(" ON CONFLICT (webhook_id, event_id) DO NOTHING");
+        query
+            .build()
+            .execute(c)
+            .await
+            .map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! The mail outbox: every mail is recorded here in the transaction that causes it, then delivered.
 
 use super::Executes;
-use sqlx::FromRow;
+use sqlx::{FromRow, QueryBuilder};
 
 use super::{Db, new_id, now_ms};
 
@@ -19,6 +19,15 @@ pub struct MailRow {
 
 const COLUMNS: &str = "id, to_address, subject, body, kind, status, attempts";
 
+/// A mail to queue.
+pub struct NewMail {
+    pub id: String,
+    pub to_address: String,
+    pub subject: String,
+    pub body: String,
+    pub kind: String,
+}
+
 pub async fn insert<'e>(
     exec: impl Executes<'e>,
     to_address: &str,
@@ -26,34 +35,43 @@ pub async fn insert<'e>(
     body: &str,
     kind: &str,
 ) -> sqlx::Result<String> {
-    let id = new_id();
-    insert_once(exec, &id, to_address, subject, body, kind).await?;
-    Ok(id)
+    let mail = NewMail {
+        id: new_id(),
+        to_address: to_address.to_string(),
+        subject: subject.to_string(),
+        body: body.to_string(),
+        kind: kind.to_string(),
+    };
+    insert_once(exec, std::slice::from_ref(&mail)).await?;
+    Ok(mail.id)
 }
 
-/// Queues a mail under a given id, once: a second call with the same id does nothing (a
-/// notification dispatched again after a crash, or by a second instance, is one mail).
-pub async fn insert_once<'e>(
-    exec: impl Executes<'e>,
-    id: &str,
-    to_address: &str,
-    subject: &str,
-    body: &str,
-    kind: &str,
-) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
-        "INSERT INTO mail_outbox (id, to_address, subject, body, kind, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
-    )
-    .bind(id)
-    .bind(to_address)
-    .bind(subject)
-    .bind(body)
-    .bind(kind)
-    .bind(now_ms())
-    .execute(c)
-    .await
-    .map(|done| done.rows_affected()))?;
+/// Queues mails in one statement, each under its id once: an id queued before is left as it is
+/// (a notification dispatched again after a crash, or by a second instance, is one mail).
+pub async fn insert_once<'e>(exec: impl Executes<'e>, mails: &[NewMail]) -> sqlx::Result<()> {
+    if mails.is_empty() {
+        return Ok(());
+    }
+    let now = now_ms();
+    on!(exec, |c, DB| {
+        let mut query = QueryBuilder::<DB>::new(
+            "INSERT INTO mail_outbox (id, to_address, subject, body, kind, created_at) ",
+        );
+        query.push_values(mails, |mut row, mail| {
+            row.push_bind(mail.id.clone())
+                .push_bind(mail.to_address.clone())
+                .push_bind(mail.subject.clone())
+                .push_bind(mail.body.clone())
+                .push_bind(mail.kind.clone())
+                .push_bind(now);
+        });
+        query.push(" ON CONFLICT (id) DO NOTHING");
+        query
+            .build()
+            .execute(c)
+            .await
+            .map(|done| done.rows_affected())
+    })?;
     Ok(())
 }
 

@@ -361,7 +361,7 @@ pub async fn backfill(db: &Db) -> sqlx::Result<()> {
                 (user_id.as_str(), day)
             })
             .collect();
-        for chunk in days.chunks(super::writer::MAX_ROWS) {
+        for chunk in days.chunks(super::MAX_ROWS) {
             put_day(&mut tx, chunk, "DO NOTHING").await?;
         }
         tx.commit().await?;

@@ -26,28 +26,36 @@ use super::durability::GroupSync;
 use super::notifications::{self, EventRow};
 use super::orders::{self, FillRow, OrderChange, OrderRow};
 use super::plugin_store::{self, Change};
-use super::{Conn, Pool, ledger, now_ms, positions, reconciliation, signals, trades};
+use super::{Conn, MAX_ROWS, Pool, ledger, now_ms, positions, reconciliation, signals, trades};
 use crate::engine::accounting::{CompletedTrade, LedgerEntry, Position};
 
 /// The most jobs written in one transaction.
 const MAX_BATCH: usize = 256;
 /// Batches written at once on PostgreSQL.
 const POSTGRES_WRITERS: usize = 4;
-/// The most rows in one statement (well within both backends' limits on bound values).
-pub(crate) const MAX_ROWS: usize = 200;
 
 /// What the writer is asked to write.
 #[derive(Debug)]
 pub enum Job {
     /// An order about to be sent; answers whether it was written (`false`: an order with its
     /// client id exists already, and that one stands).
-    NewOrder(Box<OrderRow>),
+    NewOrder(Box<NewOrder>),
     /// What one observation of an order (or a write-off) changes in a user's books.
     Booking(Box<Booking>),
     /// A position's pending close (only those columns).
     Closing(Box<Position>),
     /// Changes of plugin stores.
     PluginStore(Vec<Change>),
+}
+
+/// An order to write before it is sent.
+#[derive(Debug)]
+pub struct NewOrder {
+    pub order: OrderRow,
+    /// For a close: its position, with the close request as this attempt counts it. Written
+    /// with the order (only those columns), so an attempt is counted exactly when its order
+    /// exists.
+    pub closing: Option<Position>,
 }
 
 /// The rows one booking writes, in one user's books.
@@ -66,6 +74,8 @@ pub struct Booking {
     pub baseline: Option<BaselineShift>,
     /// The notifications the user is told of, recorded with the books.
     pub events: Vec<EventRow>,
+    /// What the venue's plugin wrote in its store while answering, written with the booking.
+    pub plugin_store: Vec<Change>,
 }
 
 #[derive(Debug)]
@@ -226,16 +236,17 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
 
     // Orders to send: the first of a client id in the batch is the one written.
     let mut claimed: HashSet<&str> = HashSet::new();
-    let new_orders: Vec<&OrderRow> = jobs
+    let new_orders: Vec<&NewOrder> = jobs
         .iter()
         .filter_map(|job| match job {
-            Job::NewOrder(order) => Some(&**order),
+            Job::NewOrder(new) => Some(&**new),
             _ => None,
         })
-        .filter(|order| claimed.insert(&order.client_order_id))
+        .filter(|new| claimed.insert(&new.order.client_order_id))
         .collect();
     let mut written: HashSet<String> = HashSet::new();
-    for chunk in new_orders.chunks(MAX_ROWS) {
+    let order_rows: Vec<&OrderRow> = new_orders.iter().map(|new| &new.order).collect();
+    for chunk in order_rows.chunks(MAX_ROWS) {
         written.extend(orders::insert(&mut tx, chunk).await?);
     }
 
@@ -250,32 +261,30 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
     for chunk in changes.chunks(MAX_ROWS) {
         orders::update(&mut tx, chunk, now).await?;
     }
-    // The last close request of each position counts.
-    let mut closing: Vec<&Position> = Vec::new();
-    for job in jobs {
-        if let Job::Closing(position) = job {
-            closing.retain(|p| p.id != position.id);
-            closing.push(position);
-        }
-    }
+    // Close requests on their own and those of close orders written; the last of each position
+    // counts.
+    let requests = jobs.iter().filter_map(|job| match job {
+        Job::Closing(position) => Some(&**position),
+        _ => None,
+    });
+    let attempts = new_orders
+        .iter()
+        .filter(|new| written.contains(&new.order.client_order_id))
+        .filter_map(|new| new.closing.as_ref());
+    let closing = last_of_each(requests.chain(attempts), |p| p.id.as_str());
     for chunk in closing.chunks(MAX_ROWS) {
         positions::update_closing(&mut tx, chunk, now).await?;
     }
     // The last state of each position counts.
-    let mut latest: HashMap<&str, usize> = HashMap::new();
-    let mut states: Vec<(&str, &Position)> = Vec::new();
-    for booking in &bookings {
-        for position in &booking.positions {
-            let state = (booking.user_id.as_str(), position);
-            match latest.get(position.id.as_str()) {
-                Some(&slot) => states[slot] = state,
-                None => {
-                    latest.insert(&position.id, states.len());
-                    states.push(state);
-                }
-            }
-        }
-    }
+    let states = last_of_each(
+        bookings.iter().flat_map(|booking| {
+            booking
+                .positions
+                .iter()
+                .map(|position| (booking.user_id.as_str(), position))
+        }),
+        |(_, position)| position.id.as_str(),
+    );
     for chunk in states.chunks(MAX_ROWS) {
         positions::write(&mut tx, chunk, now).await?;
     }
@@ -348,11 +357,11 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
     }
     let store_changes: Vec<&Change> = jobs
         .iter()
-        .filter_map(|job| match job {
-            Job::PluginStore(changes) => Some(changes),
-            _ => None,
+        .flat_map(|job| match job {
+            Job::PluginStore(changes) => changes.as_slice(),
+            Job::Booking(booking) => booking.plugin_store.as_slice(),
+            _ => &[],
         })
-        .flatten()
         .collect();
     for chunk in store_changes.chunks(MAX_ROWS) {
         plugin_store::apply(&mut tx, chunk, now).await?;
@@ -363,12 +372,29 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
     Ok(jobs
         .iter()
         .map(|job| match job {
-            Job::NewOrder(order) => {
-                written.contains(&order.client_order_id) && answered.insert(&order.client_order_id)
+            Job::NewOrder(new) => {
+                let id = new.order.client_order_id.as_str();
+                written.contains(id) && answered.insert(id)
             }
             _ => true,
         })
         .collect())
+}
+
+/// Each key's last item, in the order keys first appear.
+fn last_of_each<'a, T>(items: impl Iterator<Item = T>, key: impl Fn(&T) -> &'a str) -> Vec<T> {
+    let mut slots: HashMap<&'a str, usize> = HashMap::new();
+    let mut last: Vec<T> = Vec::new();
+    for item in items {
+        match slots.get(key(&item)) {
+            Some(&slot) => last[slot] = item,
+            None => {
+                slots.insert(key(&item), last.len());
+                last.push(item);
+            }
+        }
+    }
+    last
 }
 
 #[cfg(test)]
@@ -376,9 +402,16 @@ mod tests {
     use rust_decimal::Decimal;
 
     use super::*;
-    use crate::engine::accounting::{Account, Side};
+    use crate::engine::accounting::{Account, Closing, Side};
     use crate::store::accounts;
     use crate::store::testing::{sqlite, user};
+
+    fn new_order(order: OrderRow) -> Job {
+        Job::NewOrder(Box::new(NewOrder {
+            order,
+            closing: None,
+        }))
+    }
 
     fn order(id: &str, client_order_id: &str) -> OrderRow {
         OrderRow {
@@ -467,11 +500,7 @@ mod tests {
     async fn jobs_queued_together_share_one_commit_and_a_failing_job_fails_alone() {
         let (db, _dir) = sqlite().await;
         user(&db.pool, "u1").await;
-        assert!(
-            db.write(Job::NewOrder(Box::new(order("o0", "c0"))))
-                .await
-                .unwrap()
-        );
+        assert!(db.write(new_order(order("o0", "c0"))).await.unwrap());
         let booked = Booking {
             user_id: "u1".into(),
             fills: vec![fill("f1", "o0", "t1")],
@@ -487,9 +516,9 @@ mod tests {
             ..Booking::default()
         };
         let (first, same_id, known_id, failing, store) = tokio::join!(
-            db.write(Job::NewOrder(Box::new(order("o1", "c1")))),
-            db.write(Job::NewOrder(Box::new(order("o2", "c1")))),
-            db.write(Job::NewOrder(Box::new(order("o3", "c0")))),
+            db.write(new_order(order("o1", "c1"))),
+            db.write(new_order(order("o2", "c1"))),
+            db.write(new_order(order("o3", "c0"))),
             db.write(Job::Booking(Box::new(again))),
             db.write(Job::PluginStore(vec![
                 store_change("u1", "a", Some("1")),
@@ -529,6 +558,44 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_close_orders_attempt_is_counted_with_it_and_not_when_its_client_id_stands() {
+        let (db, _dir) = sqlite().await;
+        user(&db.pool, "u1").await;
+        let opened = Booking {
+            user_id: "u1".into(),
+            positions: vec![position(Decimal::ONE)],
+            ..Booking::default()
+        };
+        db.write(Job::Booking(Box::new(opened))).await.unwrap();
+        let attempt = |order_id: &str, attempts: u32| {
+            let mut closing = position(Decimal::ONE);
+            closing.closing = Some(Closing {
+                reason: "signal".into(),
+                attempts,
+                next_attempt_at: 5_000,
+                last_error: None,
+            });
+            Job::NewOrder(Box::new(NewOrder {
+                order: order(order_id, "p1-close-1"),
+                closing: Some(closing),
+            }))
+        };
+        let attempts = || async {
+            let open = positions::open_positions(&db.pool, "u1").await.unwrap();
+            open[0].closing.as_ref().map(|c| c.attempts)
+        };
+
+        assert!(db.write(attempt("o1", 1)).await.unwrap());
+        assert_eq!(attempts().await, Some(1), "written with its order");
+        assert!(!db.write(attempt("o2", 2)).await.unwrap());
+        assert_eq!(
+            attempts().await,
+            Some(1),
+            "an order whose client id stands already counts nothing"
+        );
+    }
+
+    #[tokio::test]
     async fn a_booking_opens_and_a_later_one_closes_a_position_adding_to_the_account() {
         let (db, _dir) = sqlite().await;
         user(&db.pool, "u1").await;
@@ -536,9 +603,7 @@ mod tests {
         accounts::insert_account(&db.pool, "u1", &account, 1)
             .await
             .unwrap();
-        db.write(Job::NewOrder(Box::new(order("o1", "c1"))))
-            .await
-            .unwrap();
+        db.write(new_order(order("o1", "c1"))).await.unwrap();
         let change = |cash: i64| AccountChange {
             user_id: "u1".into(),
             cash: Decimal::from(cash),

@@ -197,6 +197,10 @@ mod component {
                 }
                 let report = venue.place(&order)?;
                 if setup.stall_ms > 0 {
+                    // An exchange has the order before its answer comes back: a scan makes what
+                    // the call wrote durable now (the host would otherwise write it with its
+                    // booking of the answer).
+                    venue.store.scan("order/", None, 1);
                     let until = host::now_ms() + setup.stall_ms;
                     while host::now_ms() < until {}
                 }
