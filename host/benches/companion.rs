@@ -21,6 +21,9 @@
 //! checked against the seed, so the bench fails rather than measure an error page.
 //! `BENCH_ROUTES=<text>[,<text>…]` measures only the routes whose path contains one of them.
 //!
+//! When `wrk` is installed, the same concurrent load is then run by `wrk` (2 threads,
+//! `BENCH_CLIENTS` connections), whose clients cost far less CPU than the benchmark's own.
+//!
 //! `cargo bench -p tradehost --bench companion`. The clients run on the server's cores.
 
 use std::sync::Mutex;
@@ -211,6 +214,46 @@ fn main() {
         elapsed.as_secs_f64(),
         count as f64 / elapsed.as_secs_f64()
     );
+    if let Some(summary) = wrk(&base, &token, path, clients, secs) {
+        println!("the same with wrk, {clients} connections: {summary}");
+    }
+}
+
+/// `wrk`'s requests/s and latency percentiles on `path`, if it is installed.
+fn wrk(base: &str, token: &str, path: &str, clients: usize, secs: u64) -> Option<String> {
+    let output = std::process::Command::new("wrk")
+        .args([
+            "-t2",
+            &format!("-c{clients}"),
+            &format!("-d{secs}s"),
+            "--latency",
+        ])
+        .args(["-H", &format!("Authorization: Bearer {token}")])
+        .arg(format!("{base}{path}"))
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && !text.contains("Non-2xx"),
+        "wrk failed or met errors:\n{text}"
+    );
+    let field = |label: &str| {
+        text.lines()
+            .find_map(|line| line.trim().strip_prefix(label))
+            .map(|rest| {
+                rest.split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .unwrap_or_default()
+    };
+    Some(format!(
+        "{} requests/s (p50 {}, p99 {})",
+        field("Requests/sec:"),
+        field("50%"),
+        field("99%")
+    ))
 }
 
 /// A check of a route's first answer (its body); it panics when the answer is wrong.

@@ -41,7 +41,7 @@ async fn app(dir: &std::path::Path, group_commit: bool) -> App {
 /// A count from a statement of the benchmark's own, on either backend.
 pub async fn count(app: &App, sql: &'static str) -> i64 {
     match &app.db.pool {
-        Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
+        Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(&**pool).await.unwrap(),
         Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
     }
 }
@@ -49,7 +49,7 @@ pub async fn count(app: &App, sql: &'static str) -> i64 {
 /// Rows of (text, count) from a statement of the benchmark's own, on either backend.
 pub async fn counts(app: &App, sql: &'static str) -> Vec<(String, i64)> {
     match &app.db.pool {
-        Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(pool).await.unwrap(),
+        Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(&**pool).await.unwrap(),
         Pool::Postgres(pool) => sqlx::query_as(sql).fetch_all(pool).await.unwrap(),
     }
 }

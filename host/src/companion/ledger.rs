@@ -4,7 +4,6 @@
 
 use rust_decimal::Decimal;
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use crate::App;
 use crate::auth::Principal;
@@ -71,16 +70,18 @@ enum Cell {
     Null,
 }
 
-impl Cell {
-    fn json(&self) -> Value {
+impl Serialize for Cell {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Cell::Decimal(d) => Value::from(float(*d)),
-            Cell::Number(x) if x.is_finite() => Value::from(*x),
-            Cell::Number(_) | Cell::Null => Value::Null,
-            Cell::Text(text) => Value::from(text.clone()),
+            Cell::Decimal(d) => serializer.serialize_f64(float(*d)),
+            Cell::Number(x) if x.is_finite() => serializer.serialize_f64(*x),
+            Cell::Number(_) | Cell::Null => serializer.serialize_unit(),
+            Cell::Text(text) => serializer.serialize_str(text),
         }
     }
+}
 
+impl Cell {
     fn text(&self) -> String {
         match self {
             Cell::Decimal(d) => d.normalize().to_string(),
@@ -115,14 +116,18 @@ impl utoipa::PartialSchema for Record {
 
 impl utoipa::ToSchema for Record {}
 
+/// Written field by field (a page is thousands of them), keys in alphabetical order as a JSON
+/// object of them has always been.
 impl Serialize for Record {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let map: Map<String, Value> = self
-            .0
-            .iter()
-            .map(|(column, cell)| (column.to_string(), cell.json()))
-            .collect();
-        map.serialize(serializer)
+        use serde::ser::SerializeMap;
+        let mut columns: Vec<&(&'static str, Cell)> = self.0.iter().collect();
+        columns.sort_unstable_by_key(|(column, _)| *column);
+        let mut map = serializer.serialize_map(Some(columns.len()))?;
+        for (column, cell) in columns {
+            map.serialize_entry(column, cell)?;
+        }
+        map.end()
     }
 }
 

@@ -25,7 +25,11 @@ macro_rules! on {
             $crate::store::Target::Sqlite(mut handle) => {
                 $(#[allow(dead_code)] type $db = sqlx::Sqlite;)?
                 match handle.conn().await {
-                    Ok($c) => $body,
+                    Ok($c) => {
+                        let result = $body;
+                        handle.finish();
+                        result
+                    }
                     Err(err) => Err(err.into()),
                 }
             }
@@ -50,6 +54,7 @@ pub mod decimal;
 pub mod durability;
 pub mod exports;
 pub mod flags;
+pub mod kept;
 pub mod ledger;
 pub mod notifications;
 pub mod orders;
@@ -121,11 +126,39 @@ impl Backend {
     }
 }
 
+/// Connections of SQLite's main pool, and how many of them are kept for statements outside a
+/// transaction (the rest serve transactions).
+const SQLITE_CONNECTIONS: u32 = 8;
+const SQLITE_KEPT: usize = 6;
+
 /// A connection pool of the backend chosen at start.
 #[derive(Clone, Debug)]
 pub enum Pool {
-    Sqlite(SqlitePool),
+    Sqlite(SqliteConnections),
     Postgres(PgPool),
+}
+
+/// A SQLite pool, and the connections kept out of it for statements outside a transaction
+/// ([`kept`]), if any.
+#[derive(Clone, Debug)]
+pub struct SqliteConnections {
+    pool: SqlitePool,
+    kept: Option<Arc<kept::Kept<Sqlite>>>,
+}
+
+impl SqliteConnections {
+    /// `keep` of the pool's connections serve statements outside a transaction.
+    fn new(pool: SqlitePool, keep: usize) -> Self {
+        let kept = (keep > 0).then(|| Arc::new(kept::Kept::new(pool.clone(), keep)));
+        SqliteConnections { pool, kept }
+    }
+}
+
+impl Deref for SqliteConnections {
+    type Target = SqlitePool;
+    fn deref(&self) -> &SqlitePool {
+        &self.pool
+    }
 }
 
 impl Pool {
@@ -151,14 +184,19 @@ impl Pool {
     /// benchmarks' seeding); panics on PostgreSQL.
     pub fn as_sqlite(&self) -> &SqlitePool {
         match self {
-            Self::Sqlite(pool) => pool,
+            Self::Sqlite(sqlite) => &sqlite.pool,
             Self::Postgres(_) => panic!("a SQLite database was expected"),
         }
     }
 
     pub async fn close(&self) {
         match self {
-            Self::Sqlite(pool) => pool.close().await,
+            Self::Sqlite(sqlite) => {
+                if let Some(kept) = &sqlite.kept {
+                    kept.close();
+                }
+                sqlite.pool.close().await
+            }
             Self::Postgres(pool) => pool.close().await,
         }
     }
@@ -232,7 +270,10 @@ pub trait Executes<'a>: Send {
 impl<'a> Executes<'a> for &'a Pool {
     fn target(self) -> Target<'a> {
         match self {
-            Pool::Sqlite(pool) => Target::Sqlite(Handle::Pool(pool)),
+            Pool::Sqlite(sqlite) => Target::Sqlite(match &sqlite.kept {
+                Some(kept) => Handle::Kept(kept),
+                None => Handle::Pool(&sqlite.pool),
+            }),
             Pool::Postgres(pool) => Target::Postgres(Handle::Pool(pool)),
         }
     }
@@ -259,26 +300,44 @@ pub enum Target<'a> {
     Postgres(Handle<'a, Postgres>),
 }
 
-/// A connection of one backend: a pool's (acquired on first use) or a transaction's.
+/// A connection of one backend: a pool's or kept connections' (taken on first use) or a
+/// transaction's.
 pub enum Handle<'a, DB: Database> {
     Pool(&'a sqlx::Pool<DB>),
     Acquired(PoolConnection<DB>),
+    Kept(&'a kept::Kept<DB>),
+    Leased(kept::Lease<'a, DB>),
     Conn(&'a mut DB::Connection),
 }
 
 impl<DB: Database> Handle<'_, DB> {
     pub async fn conn(&mut self) -> sqlx::Result<&mut DB::Connection> {
-        if let Handle::Pool(pool) = self {
-            let pool: &sqlx::Pool<DB> = pool;
-            // Boxed: the pool's acquire future is large, and inline it would be part of every
-            // future that runs a query (a copy of several KiB each time one is moved).
-            *self = Handle::Acquired(Box::pin(pool.acquire()).await?);
+        match self {
+            Handle::Pool(pool) => {
+                let pool: &sqlx::Pool<DB> = pool;
+                // Boxed: the pool's acquire future is large, and inline it would be part of every
+                // future that runs a query (a copy of several KiB each time one is moved).
+                *self = Handle::Acquired(Box::pin(pool.acquire()).await?);
+            }
+            Handle::Kept(kept) => {
+                let kept: &kept::Kept<DB> = kept;
+                *self = Handle::Leased(Box::pin(kept.lease()).await?);
+            }
+            _ => {}
         }
         Ok(match self {
             Handle::Acquired(conn) => &mut **conn,
+            Handle::Leased(lease) => lease.conn(),
             Handle::Conn(conn) => &mut **conn,
-            Handle::Pool(_) => unreachable!("a pool's connection is acquired above"),
+            Handle::Pool(_) | Handle::Kept(_) => unreachable!("a connection is taken above"),
         })
+    }
+
+    /// The body that used the connection ran to its end.
+    pub fn finish(&mut self) {
+        if let Handle::Leased(lease) = self {
+            lease.finish();
+        }
     }
 }
 
@@ -330,6 +389,8 @@ impl Db {
             return Ok(one_pool(Pool::Postgres(pool)));
         }
         ensure_sqlite_parent_dir(url)?;
+        // Before SQLite's first connection, which fixes its allocator.
+        sqlite_memory::configure();
         let options = SqliteConnectOptions::from_str(url)
             .context("DATABASE_URL is not a valid database URL")?
             .disable_statement_logging()
@@ -345,10 +406,13 @@ impl Db {
             SqlitePoolOptions::new()
                 .max_connections(connections)
                 .min_connections(1)
+                // A connection to a local file does not go stale; the test would be one more
+                // hand-off to the connection's thread on every query.
+                .test_before_acquire(false)
                 .acquire_timeout(Duration::from_secs(10))
                 .connect_with(options.clone().synchronous(synchronous))
         };
-        let pool = sqlite_pool(8, SqliteSynchronous::Full)
+        let pool = sqlite_pool(SQLITE_CONNECTIONS, SqliteSynchronous::Full)
             .await
             .with_context(unreachable)?;
         let file: String =
@@ -357,7 +421,10 @@ impl Db {
                 .await?;
         if file.is_empty() || !group_commit {
             // In memory there is one pool, or the two would see two databases.
-            return Ok(one_pool(Pool::Sqlite(pool)));
+            return Ok(one_pool(Pool::Sqlite(SqliteConnections::new(
+                pool,
+                SQLITE_KEPT,
+            ))));
         }
         // One connection: bookings queue for it in the process instead of in SQLite's busy
         // handler, whose sleeps would idle the writer between them.
@@ -372,9 +439,13 @@ impl Db {
             .with_context(unreachable)?;
         let sync = Arc::new(GroupSync::wal(PathBuf::from(format!("{file}-wal"))));
         Ok(Self {
-            pool: Pool::Sqlite(pool),
-            writer: writer::Writer::start(Pool::Sqlite(grouped.clone()), sync.clone(), true),
-            grouped: Pool::Sqlite(grouped),
+            pool: Pool::Sqlite(SqliteConnections::new(pool, SQLITE_KEPT)),
+            writer: writer::Writer::start(
+                Pool::Sqlite(SqliteConnections::new(grouped.clone(), 0)),
+                sync.clone(),
+                true,
+            ),
+            grouped: Pool::Sqlite(SqliteConnections::new(grouped, 0)),
             sync,
             backend,
         })
@@ -383,7 +454,7 @@ impl Db {
     /// Applies the backend's pending migrations (idempotent).
     pub async fn migrate(&self) -> Result<()> {
         match &self.pool {
-            Pool::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await,
+            Pool::Sqlite(sqlite) => SQLITE_MIGRATIONS.run(&sqlite.pool).await,
             Pool::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await,
         }
         .context("applying database migrations failed")?;
@@ -576,7 +647,7 @@ pub(crate) mod testing {
     /// The SQLite pool of a test database, for statements of the tests' own.
     pub fn sqlite_pool(db: &Db) -> &SqlitePool {
         match &db.pool {
-            Pool::Sqlite(pool) => pool,
+            Pool::Sqlite(sqlite) => &sqlite.pool,
             Pool::Postgres(_) => unreachable!("test databases are SQLite"),
         }
     }
@@ -588,6 +659,20 @@ pub(crate) mod testing {
         let db = Db::connect(&url).await.unwrap();
         db.migrate().await.unwrap();
         (db, dir)
+    }
+}
+
+#[cfg(test)]
+mod connect_tests {
+    use super::*;
+
+    /// SQLite takes its allocator only before its first connection: a store that connected
+    /// without setting it first would leave it on the C library's.
+    #[tokio::test]
+    async fn the_store_puts_sqlite_on_the_process_allocator_before_connecting() {
+        let (db, _dir) = testing::sqlite().await;
+        db.ping().await.unwrap();
+        assert!(sqlite_memory::configure());
     }
 }
 
