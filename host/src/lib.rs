@@ -18,6 +18,7 @@ pub mod error;
 pub mod events;
 pub mod export;
 pub mod mail;
+pub mod market;
 pub mod notices;
 pub mod notify;
 pub mod pdf;
@@ -205,11 +206,7 @@ pub fn rocket(figment: Figment, app: App) -> Rocket<Build> {
                 }
             })
         }));
-    let rocket = api::mount(rocket);
-    match web_dir {
-        Some(dir) => api::web::mount(rocket, &dir),
-        None => rocket,
-    }
+    api::web::mount(api::mount(rocket), web_dir.as_deref())
 }
 
 /// Serves the companion sets on their historical ports too, when configured

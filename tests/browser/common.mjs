@@ -105,3 +105,56 @@ export async function run(name, body) {
     }
   }
 }
+
+// A browser for the web app's journeys, stricter than `openBrowser`: every page opened through
+// it fails the run on any console error, page error, failed request, HTTP error answer or request
+// to another host. `newPage(viewport)` opens a tab in the same profile (one session).
+export async function openApp(baseUrl) {
+  const base = new URL(baseUrl);
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  const problems = [];
+  const requests = [];
+  const watch = (page, label) => {
+    page.setDefaultTimeout(15000);
+    page.on('request', (request) => {
+      const url = new URL(request.url());
+      if (['data:', 'blob:', 'about:'].includes(url.protocol)) return;
+      requests.push({ page: label, method: request.method(), path: url.pathname, at: Date.now() });
+      if (url.host !== base.host) problems.push(`${label}: request to another host: ${request.method()} ${request.url()}`);
+    });
+    page.on('requestfailed', (request) => {
+      // A download handed to the browser's download manager reads as aborted; it is not a failure.
+      if (request.failure()?.errorText === 'net::ERR_ABORTED' && new URL(request.url()).pathname.startsWith('/api/v1/analytics/export/')) return;
+      problems.push(`${label}: request failed: ${request.method()} ${request.url()} (${request.failure()?.errorText})`);
+    });
+    page.on('response', (response) => {
+      if (response.status() >= 400) problems.push(`${label}: HTTP ${response.status()} for ${response.request().method()} ${response.url()}`);
+    });
+    page.on('pageerror', (error) => problems.push(`${label}: page error: ${error.message}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(`${label}: console error: ${message.text()}`);
+    });
+    return page;
+  };
+  let opened = 0;
+  return {
+    browser,
+    context,
+    requests,
+    async newPage(viewport) {
+      opened += 1;
+      const page = await context.newPage();
+      if (viewport) await page.setViewportSize(viewport);
+      return watch(page, `tab ${opened}`);
+    },
+    checkClean() {
+      if (problems.length) fail(`the app reported problems:\n  ${problems.join('\n  ')}`);
+    },
+  };
+}

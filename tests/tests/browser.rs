@@ -1,6 +1,6 @@
-//! Browser tests: the `/trades` page and `/api/docs` in Debian's chromium, driven by the
-//! playwright-core scripts of `tests/browser/` (`npm ci --prefix tests/browser` installs it).
-//! The page must show what the API returns, and nothing may be fetched from another host.
+//! Browser tests: the web app, the `/trades` page and `/api/docs` in Debian's chromium, driven by
+//! the playwright-core scripts of `tests/browser/` (`npm ci --prefix tests/browser` installs it).
+//! The pages must show what the API returns, and nothing may be fetched from another host.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -32,9 +32,9 @@ async fn run_script(script: PathBuf, env: &[(&str, String)]) {
     for (name, value) in env {
         command.env(name, value);
     }
-    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+    let output = tokio::time::timeout(Duration::from_secs(120), command.output())
         .await
-        .unwrap_or_else(|_| panic!("{} ran longer than 60 s", script.display()))
+        .unwrap_or_else(|_| panic!("{} ran longer than 120 s", script.display()))
         .unwrap_or_else(|e| panic!("node does not run ({e}); install Node.js 20 or later"));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -189,4 +189,32 @@ async fn api_docs_execute_a_call() {
     let script = browser_script("docs.mjs");
     let server = Server::start().await;
     run_script(script, &[("BASE_URL", server.base_url.clone())]).await;
+}
+
+/// A new user's journey through the web app (`tests/browser/app.mjs`): register, connect the
+/// paper broker, start a bot, see its first trade on the dashboard and the chart live, close it
+/// by hand, export CSV, and come back after the access token expired. Access tokens live 10.8 s
+/// here, so the journey also runs across refreshes. Screenshots go to
+/// `target/browser-artifacts/app/`.
+#[tokio::test]
+async fn a_new_user_trades_through_the_web_app() {
+    let script = browser_script("app.mjs");
+    let server = Server::options()
+        .env("TRADEHOST_SCAN_INTERVAL", "0.1")
+        .env("TRADEHOST_API_RATE_MULTIPLIER", "100")
+        .env("JWT_EXPIRATION_HOURS", "0.003")
+        .start()
+        .await;
+    let artifacts = repo_root().join("target/browser-artifacts/app");
+    run_script(
+        script,
+        &[
+            ("BASE_URL", server.base_url.clone()),
+            ("EMAIL", email("web-app")),
+            ("PASSWORD", PASSWORD.to_string()),
+            ("ARTIFACTS", artifacts.display().to_string()),
+        ],
+    )
+    .await;
+    assert!(artifacts.join("04-dashboard-first-trade.png").is_file());
 }

@@ -66,6 +66,54 @@ async fn root_describes_the_service() {
     assert_eq!(root.json["version"], "1.0.0");
 }
 
+/// Browsers asking for `/` (HTML first) get the web app, its assets come from `/app/`, and the
+/// e-mailed reset link opens it too; API clients still get the root info at `/`.
+#[tokio::test]
+async fn browsers_get_the_web_app_and_clients_the_root_info() {
+    let server = Server::start().await;
+    let browser = |path: &str| {
+        server
+            .http
+            .get(server.url(path))
+            .header("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+            .send()
+    };
+    for path in ["/", "/reset-password?token=abc"] {
+        let page = Reply::from(browser(path).await.unwrap()).await;
+        page.expect(200);
+        assert!(
+            page.header("content-type")
+                .unwrap()
+                .starts_with("text/html")
+        );
+        assert!(page.text.contains(r#"src="/app/app.js""#), "{}", page.text);
+        let csp = page.header("content-security-policy").unwrap();
+        assert!(csp.contains("default-src 'self'"), "{csp}");
+    }
+    let script = server.get("/app/app.js", None).await;
+    script.expect(200);
+    assert!(
+        script
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    assert!(script.text.len() > 10_000);
+    let style = server.get("/app/app.css", None).await;
+    style.expect(200);
+    assert!(
+        style
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/css")
+    );
+    assert_eq!(server.get("/app/other.js", None).await.status, 404);
+    // An API client asking for JSON gets the root info, as before.
+    let root = server.get("/", None).await;
+    root.expect(200);
+    assert_eq!(root.json["name"], "tradehost");
+}
+
 #[tokio::test]
 async fn every_route_needs_a_valid_token() {
     let server = Server::start().await;

@@ -897,3 +897,66 @@ async fn an_emergency_alarm_pauses_the_bot_once_and_is_announced() {
         .await;
     assert_eq!(raised, 1);
 }
+
+/// `GET /api/v1/market/candles`: the paper broker's closed candles for a chart, oldest first,
+/// and a clear 400 naming the parameter for each bad value.
+#[tokio::test]
+async fn candles_for_a_chart_come_from_the_broker_and_bad_queries_are_named() {
+    let server = Server::start().await;
+    let (_, token) = server.user(&email("candles")).await;
+    let reply = server
+        .get(
+            "/api/v1/market/candles?symbol=btc-usd&interval=5m&limit=50",
+            Some(&token),
+        )
+        .await;
+    reply.expect(200);
+    let chart = reply.data();
+    assert_eq!(chart["symbol"], "BTC-USD");
+    assert_eq!(chart["interval"], "5m");
+    assert_eq!(chart["broker"], "paper");
+    let bars = chart["candles"].as_array().unwrap();
+    assert_eq!(bars.len(), 50);
+    let times: Vec<i64> = bars.iter().map(|b| b["time"].as_i64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[1] - w[0] == 300), "{times:?}");
+    let now = chrono::Utc::now().timestamp();
+    // Closed bars only: the last one ended before now.
+    assert!(times[49] + 300 <= now + 1, "{} vs {now}", times[49]);
+    for bar in bars {
+        let (low, high) = (bar["low"].as_f64().unwrap(), bar["high"].as_f64().unwrap());
+        for edge in ["open", "close"] {
+            let price = bar[edge].as_f64().unwrap();
+            assert!(low <= price && price <= high, "{bar}");
+        }
+    }
+    let default = server
+        .get("/api/v1/market/candles?symbol=ETH-USD", Some(&token))
+        .await;
+    default.expect(200);
+    assert_eq!(default.data()["interval"], "1m");
+    assert_eq!(default.data()["candles"].as_array().unwrap().len(), 300);
+
+    for (query, field) in [
+        ("symbol=BTCUSD", "symbol"),
+        ("symbol=BTC-USD&interval=2m", "interval"),
+        ("symbol=BTC-USD&limit=0", "limit"),
+        ("symbol=BTC-USD&limit=5000", "limit"),
+    ] {
+        let refused = server
+            .get(&format!("/api/v1/market/candles?{query}"), Some(&token))
+            .await;
+        refused.expect_error(400, "INVALID_REQUEST");
+        assert_eq!(refused.json["error"]["details"]["field"], field, "{query}");
+    }
+    server
+        .get(
+            "/api/v1/market/candles?symbol=BTC-USD&broker=nope",
+            Some(&token),
+        )
+        .await
+        .expect_error(400, "UNSUPPORTED_BROKER");
+    server
+        .get("/api/v1/market/candles?symbol=BTC-USD", None)
+        .await
+        .expect_error(401, "TOKEN_INVALID");
+}

@@ -50,6 +50,7 @@ pub mod prelude {
         (name = "trading", description = "Platform API: start, stop, pause and watch the trading bot."),
         (name = "config", description = "Platform API: settings, broker connections and the signal webhook key."),
         (name = "analytics", description = "Platform API: dashboard figures, trade breakdowns and exports."),
+        (name = "market", description = "Platform API: candles for charts, from a broker plugin."),
         (name = "subscription", description = "Platform API: plans, the current subscription, upgrade, cancel and usage."),
         (name = "webhooks", description = "Platform API: inbound trading signals and payment-provider events (they authenticate themselves; no bearer token)."),
         (name = "admin", description = "Platform API, admins only: users, kill switch, metrics and audit log."),

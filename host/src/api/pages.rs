@@ -26,6 +26,12 @@ pub struct StaticFile {
     content_type: ContentType,
 }
 
+impl StaticFile {
+    pub fn new(body: &'static str, content_type: ContentType) -> Self {
+        StaticFile { body, content_type }
+    }
+}
+
 impl<'r> Responder<'r, 'static> for StaticFile {
     fn respond_to(self, _: &'r Request<'_>) -> response::Result<'static> {
         Response::build()

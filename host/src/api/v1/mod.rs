@@ -5,6 +5,7 @@ pub mod admin;
 pub mod analytics;
 pub mod auth;
 pub mod config;
+pub mod market;
 pub mod notifications;
 pub mod plugins;
 pub mod subscription;
@@ -19,6 +20,7 @@ crate::api::route_sets![
     trading,
     account,
     analytics,
+    market,
     config,
     notifications,
     subscription,
