@@ -52,6 +52,7 @@ pub async fn audit_logs(app: &App, filter: &AuditFilter, page: Page) -> ApiResul
 }
 
 /// Plugin administration: upload, activate, roll back, configure. Every change is audited.
+pub mod alarms;
 pub mod metrics;
 pub mod users;
 

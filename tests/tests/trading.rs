@@ -896,6 +896,25 @@ async fn an_emergency_alarm_pauses_the_bot_once_and_is_announced() {
         .count(&format!("SELECT COUNT(*) FROM alarms WHERE user_id = '{user_id}' AND alarm_type = 'ACCOUNT_BALANCE_LOW'"))
         .await;
     assert_eq!(raised, 1);
+
+    // The operator sees it among every user's active alarms; a user may not look.
+    let admin = server.admin_token().await;
+    let active = server.get("/api/v1/admin/alarms", Some(&admin)).await;
+    active.expect(200);
+    let listed = active.data()["alarms"].as_array().unwrap();
+    let ours: Vec<&Value> = listed
+        .iter()
+        .filter(|a| a["user_id"] == user_id.as_str())
+        .collect();
+    assert_eq!(ours.len(), 1, "{}", active.text);
+    assert_eq!(ours[0]["alarm_type"], "ACCOUNT_BALANCE_LOW");
+    assert_eq!(ours[0]["level"], "EMERGENCY");
+    assert!(ours[0]["email"].as_str().unwrap().starts_with("alarmed"));
+    assert_eq!(active.data()["truncated"], false);
+    server
+        .get("/api/v1/admin/alarms", Some(&token))
+        .await
+        .expect_error(403, "UNAUTHORIZED");
 }
 
 /// `GET /api/v1/market/candles`: the paper broker's closed candles for a chart, oldest first,

@@ -3,6 +3,7 @@
 use rocket::{State, delete, get, post, put};
 
 use crate::App;
+use crate::admin::alarms::ActiveAlarms;
 use crate::admin::users::{
     self as user_admin, USERS_DEFAULT_PER_PAGE, USERS_MAX_PER_PAGE, UserDetail, UserList,
     UserUpdate,
@@ -22,6 +23,7 @@ use crate::store::audit::AuditFilter;
 use crate::store::users::UserFilter;
 
 crate::api::handlers![
+    active_alarms,
     audit_logs,
     users,
     user,
@@ -189,6 +191,22 @@ async fn metrics(
     _admin: AdminUser,
 ) -> ApiResult<Success<crate::admin::metrics::Metrics>> {
     crate::admin::metrics::collect(app).await.map(ok)
+}
+
+#[utoipa::path(
+    tag = "admin",
+    operation_id = "adminActiveAlarms",
+    summary = "Active alarms of every user",
+    description = "Risk alarms still active, across users, newest first (at most 500; `truncated` says when there are more), each with its user's e-mail.",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<ActiveAlarms>),
+        (status = 403, response = Platform403AccountDisabledOrAccountSuspendedOrUnauthorized)
+    ),
+)]
+#[get("/admin/alarms")]
+async fn active_alarms(app: &State<App>, _admin: AdminUser) -> ApiResult<Success<ActiveAlarms>> {
+    crate::admin::alarms::active(app).await.map(ok)
 }
 
 #[utoipa::path(
