@@ -10,7 +10,7 @@ use reqwest::Method;
 use rust_decimal::Decimal;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
-use tradehost_blackbox::{PASSWORD, Server, decimal_sql, email};
+use tradehost_blackbox::{PASSWORD, Server, decimal_sql, email, next_event};
 
 /// The paper market forms one new bar a minute, so entries and exits come at minute boundaries:
 /// waits for trades allow several of them.
@@ -748,6 +748,8 @@ async fn the_kill_switch_stops_every_bot_closes_positions_and_blocks_starts() {
         )
         .await
         .expect(200);
+    let lifted = next_event(&mut socket, "kill_switch", 5).await;
+    assert_eq!(lifted["data"]["status"], "lifted", "{lifted}");
     assert_eq!(
         server
             .get("/api/v1/admin/kill-switch", Some(&admin))

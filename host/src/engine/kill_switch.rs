@@ -222,22 +222,14 @@ pub async fn activate(
                 });
             }
         }
-        #[derive(Serialize)]
-        struct Notice<'a> {
-            status: &'a str,
-            message: String,
-            timestamp: String,
-        }
-        app.events.publish_to_all(
-            Channel::BotStatus,
-            "kill_switch",
-            &Notice {
-                status: "activated",
-                message: format!("Trading is halted by the operator: {reason}"),
-                timestamp: iso8601(now),
-            },
-        );
     }
+    // Every connected page shows the switch's state, whether or not users are notified by mail.
+    announce(
+        app,
+        "activated",
+        format!("Trading is halted by the operator: {reason}"),
+        now,
+    );
     Ok(KillSwitchActivated {
         message: if failures.is_empty() {
             format!("Kill switch active: {stopped} bot(s) stopped")
@@ -272,6 +264,26 @@ pub async fn state(app: &App) -> ApiResult<KillSwitchState> {
     })
 }
 
+/// `{type: "kill_switch", data: {status, message, timestamp}}` to every connected user, on the
+/// `bot_status` channel: `activated` or `lifted`.
+fn announce(app: &App, status: &str, message: String, now: i64) {
+    #[derive(Serialize)]
+    struct Notice<'a> {
+        status: &'a str,
+        message: String,
+        timestamp: String,
+    }
+    app.events.publish_to_all(
+        Channel::BotStatus,
+        "kill_switch",
+        &Notice {
+            status,
+            message,
+            timestamp: iso8601(now),
+        },
+    );
+}
+
 pub async fn deactivate(
     app: &App,
     admin: &Principal,
@@ -291,7 +303,11 @@ pub async fn deactivate(
     )
     .await?;
     tx.commit().await?;
-    app.engine.kill_switch_seen.store(now_ms(), false);
+    let now = now_ms();
+    app.engine.kill_switch_seen.store(now, false);
+    if was_active {
+        announce(app, "lifted", "Trading is allowed again".into(), now);
+    }
     Ok(KillSwitchState {
         active: false,
         reason: None,
