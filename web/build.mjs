@@ -1,9 +1,11 @@
 // Builds the web app into host/assets/app/ (committed; the server embeds it). The output depends
 // only on the sources and the pinned packages, so CI rebuilds it and fails when it differs.
 
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { gzipSync } from 'node:zlib';
 
 import { build } from 'esbuild';
 
@@ -28,3 +30,8 @@ await build({
   logLevel: 'warning',
 });
 copyFileSync(join(here, 'index.html'), join(out, 'index.html'));
+// Compressed copies for browsers that accept gzip (the header carries no time, so the bytes are
+// the same on every build).
+for (const name of ['app.js', 'app.css']) {
+  writeFileSync(join(out, `${name}.gz`), gzipSync(readFileSync(join(out, name)), { level: 9 }));
+}

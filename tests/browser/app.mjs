@@ -9,7 +9,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { env, fail, openApp, run } from './common.mjs';
+import { env, fail, openApp, run, waitData } from './common.mjs';
 
 const BASE = env('BASE_URL');
 const EMAIL = env('EMAIL');
@@ -33,31 +33,6 @@ async function api(method, path, body, token) {
   const payload = await response.json();
   if (!payload.success) fail(`${method} ${path}: ${response.status} ${JSON.stringify(payload.error)}`);
   return payload.data;
-}
-
-// Waits until the data attributes of the element matched by `selector` meet `conditions`: a
-// value to equal, {min: n} (a number at least n) or {has: word} (a space-separated list holding
-// it). The page's CSP forbids evaluating strings, so the conditions travel as data.
-async function waitData(page, selector, conditions, what, timeout = 15000) {
-  try {
-    await page.waitForFunction(([s, wanted]) => {
-      const element = document.querySelector(s);
-      if (!element) return false;
-      return Object.entries(wanted).every(([name, want]) => {
-        const value = element.dataset[name];
-        if (want && typeof want === 'object' && 'min' in want) return Number(value) >= want.min;
-        if (want && typeof want === 'object' && 'has' in want) return (value || '').split(' ').includes(want.has);
-        return value === String(want);
-      });
-    }, [selector, conditions], { timeout });
-  } catch (error) {
-    const state = await page.evaluate((s) => {
-      const element = document.querySelector(s);
-      return element ? JSON.stringify(element.dataset) : 'absent';
-    }, selector);
-    const toasts = await page.$$eval('.toast', (items) => items.map((i) => i.textContent).join(' | '));
-    fail(`${what}: ${selector} is ${state}, wanted ${JSON.stringify(conditions)}${toasts ? `; messages: ${toasts}` : ''} (${error.message.split('\n')[0]})`);
-  }
 }
 
 const nav = (page, label) => page.click(`#nav a:text-is("${label}")`);

@@ -108,7 +108,8 @@ export async function run(name, body) {
 
 // A browser for the web app's journeys, stricter than `openBrowser`: every page opened through
 // it fails the run on any console error, page error, failed request, HTTP error answer or request
-// to another host. `newPage(viewport)` opens a tab in the same profile (one session).
+// to another host. `newPage(viewport, profile)` opens a tab in a named browser profile (tabs of
+// one profile share a session).
 export async function openApp(baseUrl) {
   const base = new URL(baseUrl);
   const browser = await chromium.launch({
@@ -143,13 +144,18 @@ export async function openApp(baseUrl) {
     return page;
   };
   let opened = 0;
+  // Another person's browser profile (own storage, own session), by name.
+  const profiles = new Map([['main', context]]);
   return {
     browser,
     context,
     requests,
-    async newPage(viewport) {
+    async newPage(viewport, profile = 'main') {
       opened += 1;
-      const page = await context.newPage();
+      if (!profiles.has(profile)) {
+        profiles.set(profile, await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true }));
+      }
+      const page = await profiles.get(profile).newPage();
       if (viewport) await page.setViewportSize(viewport);
       return watch(page, `tab ${opened}`);
     },
@@ -157,4 +163,30 @@ export async function openApp(baseUrl) {
       if (problems.length) fail(`the app reported problems:\n  ${problems.join('\n  ')}`);
     },
   };
+}
+
+// Waits until the data attributes of the element matched by `selector` meet `conditions`: a
+// value to equal, {min: n} (a number at least n), {has: word} (a space-separated list holding
+// it) or {oneOf: [values]}. The page's CSP forbids evaluating strings, so the conditions travel as data.
+export async function waitData(page, selector, conditions, what, timeout = 15000) {
+  try {
+    await page.waitForFunction(([s, wanted]) => {
+      const element = document.querySelector(s);
+      if (!element) return false;
+      return Object.entries(wanted).every(([name, want]) => {
+        const value = element.dataset[name];
+        if (want && typeof want === 'object' && 'min' in want) return Number(value) >= want.min;
+        if (want && typeof want === 'object' && 'has' in want) return (value || '').split(' ').includes(want.has);
+        if (want && typeof want === 'object' && 'oneOf' in want) return want.oneOf.includes(value);
+        return value === String(want);
+      });
+    }, [selector, conditions], { timeout });
+  } catch (error) {
+    const state = await page.evaluate((s) => {
+      const element = document.querySelector(s);
+      return element ? JSON.stringify(element.dataset) : 'absent';
+    }, selector);
+    const toasts = await page.$$eval('.toast', (items) => items.map((i) => i.textContent).join(' | '));
+    fail(`${what}: ${selector} is ${state}, wanted ${JSON.stringify(conditions)}${toasts ? `; messages: ${toasts}` : ''} (${error.message.split('\n')[0]})`);
+  }
 }

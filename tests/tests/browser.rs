@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tradehost_blackbox::{PASSWORD, Server, email, repo_root};
+use tradehost_blackbox::{PASSWORD, Server, email, guest_path, repo_root};
 
 /// The script `tests/browser/<name>`, once node and playwright-core are there.
 fn browser_script(name: &str) -> PathBuf {
@@ -217,4 +217,51 @@ async fn a_new_user_trades_through_the_web_app() {
     )
     .await;
     assert!(artifacts.join("04-dashboard-first-trade.png").is_file());
+}
+
+/// The operator's journey (`tests/browser/admin.mjs`): upload a plugin version, activate it, roll
+/// it back, and activate the kill switch, which a signed-in user's page shows within a second.
+/// Screenshots go to `target/browser-artifacts/admin/`.
+#[tokio::test]
+async fn an_admin_swaps_a_plugin_and_halts_trading_through_the_web_app() {
+    let script = browser_script("admin.mjs");
+    let server = Server::start_trading().await;
+    let admin = email("web-admin");
+    let output = server
+        .command()
+        .args(["admin", "create", "--email", &admin, "--password", PASSWORD])
+        .output()
+        .expect("the binary runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let user = email("web-user");
+    let (_, token) = server.user(&user).await;
+    server.start_paper_bot(&token).await;
+    let artifacts = repo_root().join("target/browser-artifacts/admin");
+    run_script(
+        script,
+        &[
+            ("BASE_URL", server.base_url.clone()),
+            ("ADMIN_EMAIL", admin),
+            ("USER_EMAIL", user),
+            ("PASSWORD", PASSWORD.to_string()),
+            (
+                "WASM",
+                guest_path("risk-guards-strict").display().to_string(),
+            ),
+            (
+                "MANIFEST",
+                repo_root()
+                    .join("plugins/testing/risk-guards-strict/plugin.toml")
+                    .display()
+                    .to_string(),
+            ),
+            ("ARTIFACTS", artifacts.display().to_string()),
+        ],
+    )
+    .await;
+    assert!(artifacts.join("04-user-kill-switch.png").is_file());
 }

@@ -108,6 +108,25 @@ async fn browsers_get_the_web_app_and_clients_the_root_info() {
             .starts_with("text/css")
     );
     assert_eq!(server.get("/app/other.js", None).await.status, 404);
+    // Gzipped to browsers that accept it; unchanged copies are not sent again.
+    let packed = server
+        .http
+        .get(server.url("/app/app.js"))
+        .header("Accept-Encoding", "gzip, deflate, br")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(packed.headers()["content-encoding"], "gzip");
+    let etag = packed.headers()["etag"].to_str().unwrap().to_string();
+    assert!(packed.bytes().await.unwrap().len() < script.text.len() / 2);
+    let again = server
+        .http
+        .get(server.url("/app/app.js"))
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
     // An API client asking for JSON gets the root info, as before.
     let root = server.get("/", None).await;
     root.expect(200);

@@ -80,7 +80,8 @@ export function backgroundDelay(reserve = 5) {
   return Math.max(0, budget.resetAt - Date.now()) + 250;
 }
 
-async function send(method, path, body, token) {
+// `read` turns the answer into the result: JSON by default, a file for `download`.
+async function send(method, path, body, token, read = json) {
   const headers = { Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   if (token) headers.Authorization = `Bearer ${token}`;
@@ -97,13 +98,19 @@ async function send(method, path, body, token) {
     throw new ApiError(0, 'NETWORK', 'The server cannot be reached; check the connection and try again.');
   }
   noteBudget(response);
+  return read(response);
+}
+
+// The API's JSON answer, or its error as an ApiError.
+async function json(response) {
   let payload = null;
   try {
     payload = await response.json();
   } catch (_) {
     payload = null;
   }
-  if (response.ok && payload?.success) return payload.data;
+  // The platform's envelope carries `data`; some companion routes answer bare JSON.
+  if (response.ok && payload !== null) return payload.success === true && 'data' in payload ? payload.data : payload;
   // The platform envelope's error is an object; the companion sets' is a string beside `code`.
   const error = typeof payload?.error === 'string'
     ? { message: payload.error, code: payload.code }
@@ -171,16 +178,17 @@ export async function freshToken() {
 
 // A request of the signed-in user. A token that expired anyway (a clock that differs from the
 // server's) is refreshed once and the request sent again.
-export async function api(method, path, body) {
+export async function api(method, path, body, read) {
   const token = await freshToken();
   try {
-    return await send(method, path, body, token);
+    return await send(method, path, body, token, read);
   } catch (error) {
     if (error.code === 'TOKEN_EXPIRED' && session.current?.refresh_token) {
       const fresh = await refresh(token);
-      return send(method, path, body, fresh);
+      return send(method, path, body, fresh, read);
     }
-    if (error.status === 401 && token && session.current?.access_token === token) {
+    const tokenRefused = error.code === 'TOKEN_INVALID' || error.code === 'TOKEN_EXPIRED';
+    if (tokenRefused && token && session.current?.access_token === token) {
       // Revoked elsewhere (sign-out everywhere, password change): the session is over.
       session.set(null);
     }
@@ -194,6 +202,27 @@ export const put = (path, body = {}) => api('PUT', path, body);
 export const del = (path) => api('DELETE', path);
 // A companion route (`/api/...`, outside the versioned API), same session.
 export const companion = (path) => api('GET', path);
+
+// A file the API sends as an attachment (it needs the bearer token, so a plain link cannot fetch
+// it), saved through a temporary blob: link. Named as the answer's Content-Disposition says, else
+// `filename`. Resolves to {filename, size}.
+export async function download(path, filename) {
+  const file = await api('GET', path, undefined, async (response) => {
+    if (!response.ok) return json(response);
+    const named = /filename="?([^";]+)"?/i.exec(response.headers.get('Content-Disposition') || '');
+    return { blob: await response.blob(), filename: named ? named[1] : filename };
+  });
+  const url = URL.createObjectURL(file.blob);
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = file.filename;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  // Revoked later rather than at once: some browsers read the URL after click() returns.
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+  return { filename: file.filename, size: file.blob.size };
+}
 
 export async function signIn(email, password) {
   const answer = await send('POST', '/auth/login', { email, password });

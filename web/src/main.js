@@ -2,7 +2,7 @@
 // hash router that shows one page at a time. Pages get a context whose live listeners and timers
 // end with the page.
 
-import { backgroundDelay, session, signOut } from './api.js';
+import { backgroundDelay, companion, session, signOut } from './api.js';
 import { h, fill, toast } from './dom.js';
 import * as live from './live.js';
 import * as auth from './pages/auth.js';
@@ -11,15 +11,27 @@ import * as bot from './pages/bot.js';
 import * as chart from './pages/chart.js';
 import * as history from './pages/history.js';
 import * as brokers from './pages/brokers.js';
+import * as ledger from './pages/ledger.js';
+import * as performance from './pages/performance.js';
+import * as settings from './pages/settings.js';
+import * as subscription from './pages/subscription.js';
+import * as admin from './pages/admin.js';
 
 // Pages a signed-in user reaches from the navigation, in its order.
+// `admin` pages show for the admin role only (the API refuses everyone else anyway).
 const PAGES = [
   { path: 'dashboard', label: 'Dashboard', page: dashboard },
   { path: 'bot', label: 'Bot', page: bot },
   { path: 'chart', label: 'Chart', page: chart },
   { path: 'history', label: 'History', page: history },
+  { path: 'ledger', label: 'Ledger', page: ledger },
+  { path: 'performance', label: 'Performance', page: performance },
   { path: 'brokers', label: 'Brokers', page: brokers },
+  { path: 'settings', label: 'Settings', page: settings },
+  { path: 'subscription', label: 'Plan', page: subscription },
+  { path: 'admin', label: 'Admin', page: admin, admin: true },
 ];
+const visible = () => PAGES.filter((p) => !p.admin || session.isAdmin());
 // Pages for signed-out visitors.
 const PUBLIC = { signin: auth.signIn, register: auth.register, reset: auth.reset };
 
@@ -105,7 +117,7 @@ function route() {
     show(page, name, { rest, search });
     return;
   }
-  const entry = PAGES.find((p) => p.path === name);
+  const entry = visible().find((p) => p.path === name);
   if (!entry) {
     replaceRoute('#/dashboard');
     return;
@@ -136,7 +148,7 @@ function drawShell(active) {
   const signedIn = Boolean(session.current);
   document.body.classList.toggle('signed-in', signedIn);
   fill(nav, signedIn
-    ? PAGES.map((p) => h('a', { href: `#/${p.path}`, 'aria-current': p.path === active ? 'page' : null }, p.label))
+    ? visible().map((p) => h('a', { href: `#/${p.path}`, 'aria-current': p.path === active ? 'page' : null }, p.label))
     : []);
   if (!signedIn) {
     fill(account);
@@ -179,6 +191,17 @@ live.on('kill_switch', (data) => {
   fill(killBanner, active ? (data.message || 'Trading is halted by the operator.') : '');
 });
 
+// Whether trading is halted, for the banner when a page first loads (later changes arrive live).
+async function loadKillSwitch() {
+  try {
+    const safety = await companion('/api/safety/status');
+    killBanner.hidden = !safety.kill_switch_active;
+    fill(killBanner, safety.kill_switch_active ? safety.status_message : '');
+  } catch (_) {
+    // the banner waits for the live event
+  }
+}
+
 session.onChange((next) => {
   if (next) {
     live.start();
@@ -200,9 +223,13 @@ function afterSignIn() {
   const back = sessionStorage.getItem('tradehost.return');
   sessionStorage.removeItem('tradehost.return');
   live.start();
+  loadKillSwitch();
   navigate(back && back.startsWith('#/') && !back.startsWith('#/signin') ? back.slice(2) : 'dashboard');
 }
 
 window.addEventListener('hashchange', route);
-if (session.current) live.start();
+if (session.current) {
+  live.start();
+  loadKillSwitch();
+}
 route();

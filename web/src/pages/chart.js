@@ -2,24 +2,16 @@
 // prices, the open position's entry, stop and target as lines, the position itself with a
 // manual close, all updated live.
 
-import { CandlestickSeries, LineStyle, createChart, createSeriesMarkers } from 'lightweight-charts';
+import { CandlestickSeries, LineStyle, createSeriesMarkers } from 'lightweight-charts';
 
 import { get, query } from '../api.js';
+import { attribution, colours, themedChart } from '../charts.js';
 import { card, fill, h } from '../dom.js';
 import { px } from '../format.js';
 import { positionsPanel } from '../positions.js';
 
 const INTERVALS = { '1m': 60, '5m': 300, '1h': 3600 };
 const DEFAULT_SYMBOL = 'BTC-USD';
-
-function colours() {
-  const style = getComputedStyle(document.documentElement);
-  const read = (name) => style.getPropertyValue(name).trim();
-  return {
-    text: read('--text'), grid: read('--grid'), background: read('--surface'),
-    gain: read('--gain'), loss: read('--loss'), accent: read('--accent'), muted: read('--muted'),
-  };
-}
 
 export function render(page, ctx) {
   const symbol = (ctx.params.rest[0] || '').toUpperCase() || null;
@@ -47,33 +39,21 @@ export function render(page, ctx) {
   const positions = positionsPanel(ctx, { symbol, onChange: (rows) => { open = rows; drawLevels(); } });
   page.append(
     h('div', { class: 'page-head' }, h('h1', {}, symbol), picker),
-    h('section', { class: 'card' }, box, note,
-      h('p', { class: 'attribution' }, 'Charts by ',
-        h('a', { href: 'https://www.tradingview.com/', rel: 'noopener noreferrer', target: '_blank' }, 'TradingView Lightweight Charts™'),
-        ' (Copyright © 2025 TradingView, Inc.)')),
+    h('section', { class: 'card' }, box, note, attribution()),
     card('Position', positions.element),
   );
 
-  const c = colours();
-  const chart = createChart(box, {
-    autoSize: true,
-    layout: { background: { color: c.background }, textColor: c.text, attributionLogo: false },
-    grid: { vertLines: { color: c.grid }, horzLines: { color: c.grid } },
-    timeScale: { timeVisible: true, secondsVisible: false, rightOffset: 6 },
-    localization: { priceFormatter: px },
+  let c = colours();
+  const chart = themedChart(ctx, box, {}, (next) => {
+    c = next;
+    series.applyOptions({ upColor: c.gain, downColor: c.loss, wickUpColor: c.gain, wickDownColor: c.loss });
+    drawMarkers();
+    drawLevels();
   });
   const series = chart.addSeries(CandlestickSeries, {
     upColor: c.gain, downColor: c.loss, borderVisible: false, wickUpColor: c.gain, wickDownColor: c.loss,
   });
   const markers = createSeriesMarkers(series, []);
-  ctx.onEnd(() => chart.remove());
-  const retheme = () => {
-    const t = colours();
-    chart.applyOptions({ layout: { background: { color: t.background }, textColor: t.text }, grid: { vertLines: { color: t.grid }, horzLines: { color: t.grid } } });
-    series.applyOptions({ upColor: t.gain, downColor: t.loss, wickUpColor: t.gain, wickDownColor: t.loss });
-  };
-  document.addEventListener('themechange', retheme);
-  ctx.onEnd(() => document.removeEventListener('themechange', retheme));
 
   let bars = [];
   let trades = [];
