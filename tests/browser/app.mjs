@@ -145,12 +145,20 @@ await run('app', async (step, opened) => {
   if (lines.length < 2 || !csv.includes(SYMBOL)) fail(`the export has no ${SYMBOL} trade:\n${csv}`);
   await shot(page, '08-history');
 
+  step('performance charts the closed trade');
+  await nav(page, 'Performance');
+  await waitData(page, '#performance-metrics', { state: 'ready' }, 'the performance figures load');
+  await waitData(page, '#equity-chart', { points: { min: 1 } }, 'the equity curve is drawn');
+  await waitData(page, '#drawdown-chart', { points: { min: 1 } }, 'the drawdown is drawn');
+  await waitData(page, '#daily-pnl-chart', { points: { min: 1 } }, 'the daily P&L is drawn');
+  await shot(page, '09-performance');
+
   step('dark theme');
   await page.click('#theme');
   if ((await page.getAttribute('html', 'data-theme')) !== 'dark') fail('the theme did not change');
   await nav(page, 'Dashboard');
   await waitData(page, '#figures', { state: 'ready' }, 'the dashboard figures load');
-  await shot(page, '09-dashboard-dark');
+  await shot(page, '10-dashboard-dark');
 
   step('the dashboard at phone width');
   const phone = await app.newPage({ width: 390, height: 844 });
@@ -158,7 +166,7 @@ await run('app', async (step, opened) => {
   await waitData(phone, '#figures', { state: 'ready' }, 'the phone dashboard loads');
   const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   if (overflow > 0) fail(`the dashboard is ${overflow} px wider than a 390 px screen`);
-  await shot(phone, '10-dashboard-phone');
+  await shot(phone, '11-dashboard-phone');
   await phone.close();
   await chart.close();
 

@@ -632,13 +632,22 @@ impl Server {
     /// Creates an admin through the CLI (the only way there is) and returns their access token.
     pub async fn admin_token(&self) -> String {
         let address = email("ops");
+        self.create_admin(&address);
+        self.login(&address, PASSWORD).await["access_token"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// Creates an admin with this e-mail and [`PASSWORD`] through the CLI (the only way).
+    pub fn create_admin(&self, address: &str) {
         let output = self
             .command()
             .args([
                 "admin",
                 "create",
                 "--email",
-                &address,
+                address,
                 "--password",
                 PASSWORD,
             ])
@@ -649,10 +658,6 @@ impl Server {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        self.login(&address, PASSWORD).await["access_token"]
-            .as_str()
-            .unwrap()
-            .to_string()
     }
 
     /// The server's database, for checks a client cannot make (outbox, audit rows, ledger).

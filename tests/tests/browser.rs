@@ -227,16 +227,7 @@ async fn an_admin_swaps_a_plugin_and_halts_trading_through_the_web_app() {
     let script = browser_script("admin.mjs");
     let server = Server::start_trading().await;
     let admin = email("web-admin");
-    let output = server
-        .command()
-        .args(["admin", "create", "--email", &admin, "--password", PASSWORD])
-        .output()
-        .expect("the binary runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    server.create_admin(&admin);
     let user = email("web-user");
     let (_, token) = server.user(&user).await;
     server.start_paper_bot(&token).await;

@@ -124,3 +124,16 @@ export function stat(label, value, { id, tone } = {}) {
     h('span', { class: 'stat-label' }, label),
     h('strong', { class: `stat-value ${tone || ''}`.trim(), id }, value));
 }
+
+// Previous and next links for the API's `pagination`; `href(page)` makes a page's link, `noun`
+// names what is counted, `labels` the two links.
+export function pager(p, href, noun, labels = ['← Previous', 'Next →']) {
+  if (!p.total_items) return null;
+  const link = (number, label, enabled, id) => (enabled
+    ? h('a', { href: href(number), class: 'button', id }, label)
+    : h('span', { class: 'button disabled', 'aria-disabled': 'true', id }, label));
+  return h('nav', { class: 'pager', 'aria-label': 'Pages' },
+    link(p.page - 1, labels[0], p.has_prev, 'page-prev'),
+    h('span', { id: 'page-info' }, `Page ${p.page} of ${p.total_pages} · ${p.total_items} ${noun}`),
+    link(p.page + 1, labels[1], p.has_next, 'page-next'));
+}

@@ -39,16 +39,16 @@ pub async fn active(app: &App) -> ApiResult<ActiveAlarms> {
     let alarms: Vec<UserAlarm> = rows
         .into_iter()
         .map(|row| UserAlarm {
-            alarm_id: row.id,
+            alarm_id: row.alarm.id,
             user_id: row.user_id,
             email: row.email,
-            alarm_type: row.alarm_type,
-            level: row.level,
-            message: row.message,
-            current_value: row.current_value,
-            threshold_value: row.threshold_value,
-            recommended_action: row.recommended_action,
-            raised_at: iso8601(row.raised_at),
+            alarm_type: row.alarm.alarm_type,
+            level: row.alarm.level,
+            message: row.alarm.message,
+            current_value: row.alarm.current_value,
+            threshold_value: row.alarm.threshold_value,
+            recommended_action: row.alarm.recommended_action,
+            raised_at: iso8601(row.alarm.raised_at),
         })
         .collect();
     Ok(ActiveAlarms {

@@ -137,12 +137,14 @@ mod tests {
     ];
 
     /// Mounted routes that are not API operations: the internal routes of requests refused before
-    /// routing and the static files of the two pages.
-    const UNDOCUMENTED: [&str; 4] = [
+    /// routing, the static files of the pages, and the web app's page for the reset link.
+    const UNDOCUMENTED: [&str; 6] = [
         "/__tradehost/rate-limited",
         "/__tradehost/refused",
         "/api/docs/assets/{name}",
         "/trades/assets/{name}",
+        "/app/{name}",
+        "/reset-password",
     ];
 
     fn spec() -> Value {

@@ -354,6 +354,19 @@ pub fn drawdown_curve(equity: &[EquityPoint]) -> Vec<(i64, f64)> {
         .collect()
 }
 
+/// The deepest drawdown of each UTC day, in percent below the running peak (≤ 0): the daily view
+/// of `drawdown_curve`, whose lowest value is `drawdown(equity).max_drawdown_pct`.
+pub fn daily_drawdown(equity: &[EquityPoint]) -> Vec<(NaiveDate, f64)> {
+    let mut by_day: BTreeMap<NaiveDate, f64> = BTreeMap::new();
+    for (at_ms, pct) in drawdown_curve(equity) {
+        if let Some(day) = utc_date(at_ms) {
+            let deepest = by_day.entry(day).or_insert(pct);
+            *deepest = deepest.min(pct);
+        }
+    }
+    by_day.into_iter().collect()
+}
+
 /// The UTC month with the highest net pnl of `months` (net pnl per month, keyed
 /// by its first day; the earliest on a tie); `None` without trades. `pnl_pct`
 /// is relative to the equity as the month began: the last point before it, else
@@ -466,6 +479,25 @@ mod tests {
             assert_close(c.1, e);
         }
         assert_eq!(curve[2].0, T0 + 2 * DAY);
+    }
+
+    #[test]
+    fn the_daily_drawdown_is_each_days_deepest_and_reaches_the_max_drawdown() {
+        // Two points a day: the second day dips to 90 and recovers to 110 below its peak of 120.
+        let equity = [
+            pt(T0, 100.0),
+            pt(T0 + DAY / 2, 120.0),
+            pt(T0 + DAY, 90.0),
+            pt(T0 + DAY + DAY / 2, 110.0),
+            pt(T0 + 2 * DAY, 125.0),
+        ];
+        let days = daily_drawdown(&equity);
+        assert_eq!(days.len(), 3);
+        assert_close(days[0].1, 0.0);
+        assert_close(days[1].1, -25.0);
+        assert_close(days[2].1, 0.0);
+        let deepest = days.iter().map(|d| d.1).fold(0.0, f64::min);
+        assert_close(deepest, drawdown(&equity).max_drawdown_pct);
     }
 
     #[test]

@@ -374,6 +374,9 @@ pub struct DatedValue {
     pub pnl: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub equity: Option<f64>,
+    /// Percent below the running peak of equity (≤ 0), the day's deepest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drawdown_pct: Option<f64>,
 }
 
 #[derive(utoipa::ToSchema, Debug, Serialize)]
@@ -382,6 +385,7 @@ pub struct Performance {
     pub metrics: PerformanceMetrics,
     pub daily_pnl: Vec<DatedValue>,
     pub equity_curve: Vec<DatedValue>,
+    pub drawdown_curve: Vec<DatedValue>,
 }
 
 pub fn closed_trade(t: &CompletedTrade) -> ClosedTrade {
@@ -458,6 +462,7 @@ pub async fn performance(app: &App, user: &Principal, period: Period) -> ApiResu
                 date: date.to_string(),
                 pnl: Some(metrics::finite(pnl)),
                 equity: None,
+                drawdown_pct: None,
             })
             .collect(),
         equity_curve: metrics::daily_close(&equity)
@@ -466,6 +471,16 @@ pub async fn performance(app: &App, user: &Principal, period: Period) -> ApiResu
                 date: date.to_string(),
                 pnl: None,
                 equity: Some(metrics::finite(equity)),
+                drawdown_pct: None,
+            })
+            .collect(),
+        drawdown_curve: metrics::daily_drawdown(&equity)
+            .into_iter()
+            .map(|(date, pct)| DatedValue {
+                date: date.to_string(),
+                pnl: None,
+                equity: None,
+                drawdown_pct: Some(metrics::finite(pct)),
             })
             .collect(),
         metrics,

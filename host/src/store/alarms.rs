@@ -85,19 +85,13 @@ pub async fn last_raised<'e>(
     .await)
 }
 
-/// An active alarm with the e-mail of the user it was raised for.
+/// An alarm with the user it was raised for.
 #[derive(Debug, Clone, FromRow)]
 pub struct UserAlarmRow {
-    pub id: String,
     pub user_id: String,
     pub email: String,
-    pub alarm_type: String,
-    pub level: String,
-    pub message: String,
-    pub current_value: f64,
-    pub threshold_value: f64,
-    pub recommended_action: String,
-    pub raised_at: i64,
+    #[sqlx(flatten)]
+    pub alarm: AlarmRow,
 }
 
 /// Active alarms of every user, newest first, at most `limit` (index `alarms_active`).
@@ -107,8 +101,8 @@ pub async fn active_across_users<'e>(
 ) -> sqlx::Result<Vec<UserAlarmRow>> {
     on!(exec, |c| {
         sqlx::query_as(
-            "SELECT a.id, a.user_id, u.email, a.alarm_type, a.level, a.message, a.current_value, \
-             a.threshold_value, a.recommended_action, a.raised_at \
+            "SELECT a.user_id, u.email, a.id, a.alarm_type, a.level, a.message, a.current_value, \
+             a.threshold_value, a.recommended_action, a.status, a.raised_at, a.cleared_at \
              FROM alarms a JOIN users u ON u.id = a.user_id \
              WHERE a.status = 'active' ORDER BY a.raised_at DESC, a.id LIMIT $1",
         )

@@ -1,7 +1,7 @@
 // Trade history: filters (pair, status, dates), pages, and export as CSV or JSON.
 
 import { get, post, query } from '../api.js';
-import { act, card, field, fill, h, table } from '../dom.js';
+import { act, card, field, fill, h, pager, table } from '../dom.js';
 import { duration, money, pct, pnl, px, qty, tone, when } from '../format.js';
 
 const PER_PAGE = 25;
@@ -77,10 +77,6 @@ export function render(page, ctx) {
     results.dataset.state = 'loading';
     try {
       const data = await get(`/account/history${query({ ...filters, per_page: PER_PAGE })}`);
-      const p = data.pagination;
-      const pageLink = (number, label, enabled, id) => (enabled
-        ? h('a', { href: `#/history${query({ ...filters, page: number })}`, class: 'button', id }, label)
-        : h('span', { class: 'button disabled', 'aria-disabled': 'true', id }, label));
       fill(results,
         table(columns, data.trades, {
           id: 'history-table',
@@ -89,10 +85,7 @@ export function render(page, ctx) {
             ? 'No trades match these filters.'
             : 'No trades yet. Your bot\'s trades are listed here once it has traded.',
         }),
-        p.total_items ? h('nav', { class: 'pager', 'aria-label': 'Pages' },
-          pageLink(p.page - 1, '← Newer', p.has_prev, 'page-prev'),
-          h('span', { id: 'page-info' }, `Page ${p.page} of ${p.total_pages} · ${p.total_items} records`),
-          pageLink(p.page + 1, 'Older →', p.has_next, 'page-next')) : null);
+        pager(data.pagination, (number) => `#/history${query({ ...filters, page: number })}`, 'records', ['← Newer', 'Older →']));
       results.dataset.state = 'ready';
       results.dataset.count = String(data.trades.length);
     } catch (error) {

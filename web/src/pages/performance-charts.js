@@ -1,21 +1,12 @@
 // The performance page's charts, one point a day: the equity curve, the drawdown below its
-// running peak, and the daily P&L of completed trades. Created on the first data, so a user
-// without trades gets no empty charts.
+// running peak (the day's deepest, as the API computes it), and the daily P&L of completed
+// trades. Created on the first data, so a user without trades gets no empty charts.
 
 import { AreaSeries, BaselineSeries, HistogramSeries } from 'lightweight-charts';
 
 import { attribution, colours, themedChart } from '../charts.js';
 import { h } from '../dom.js';
 import { money, pct, pnl } from '../format.js';
-
-// Percent below the highest equity so far, day by day: 0 at a new high, negative under it.
-export function drawdown(curve) {
-  let peak = -Infinity;
-  return curve.map(({ date, equity }) => {
-    peak = Math.max(peak, equity);
-    return { time: date, value: peak > 0 ? ((equity - peak) / peak) * 100 : 0 };
-  });
-}
 
 // A theme colour (#rrggbb) made translucent, for area fills.
 function fade(hex, alpha) {
@@ -63,8 +54,8 @@ export function performanceCharts(ctx) {
     };
   }
 
-  // Draws a performance answer's equity_curve and daily_pnl.
-  function draw(curve, days) {
+  // Draws a performance answer's equity_curve, drawdown_curve and daily_pnl.
+  function draw({ equity_curve: curve, drawdown_curve: falls, daily_pnl: days }) {
     element.hidden = false;
     if (!series) create();
     const c = colours();
@@ -74,11 +65,11 @@ export function performanceCharts(ctx) {
     series.equity.applyOptions(markers);
     series.drawdown.applyOptions(markers);
     series.equity.setData(curve.map((p) => ({ time: p.date, value: p.equity })));
-    series.drawdown.setData(drawdown(curve));
+    series.drawdown.setData(falls.map((p) => ({ time: p.date, value: p.drawdown_pct })));
     series.pnl.setData(pnlBars(days, c));
     for (const chart of series.charts) chart.timeScale().fitContent();
     equityBox.dataset.points = String(curve.length);
-    drawdownBox.dataset.points = String(curve.length);
+    drawdownBox.dataset.points = String(falls.length);
     pnlBox.dataset.points = String(days.length);
   }
 

@@ -91,7 +91,7 @@ export function render(page, ctx) {
       return;
     }
     drawMetrics(metrics);
-    charts.draw(performance.value.equity_curve, performance.value.daily_pnl);
+    charts.draw(performance.value);
     if (trades.status === 'fulfilled') drawTrades(trades.value);
     else failed(byPair, trades.reason);
   }

@@ -2,9 +2,9 @@
 // JSON text, never interpreted.
 
 import { get, query } from '../../api.js';
-import { card, field, fill, h, table } from '../../dom.js';
+import { card, field, fill, h, pager, table } from '../../dom.js';
 import { when } from '../../format.js';
-import { loadInto, pageNumber, pager, userLink } from './common.js';
+import { loadInto, pageNumber, userLink } from './common.js';
 
 const PER_PAGE = 50;
 const FILTERS = ['event_type', 'user_id', 'start_date', 'end_date'];

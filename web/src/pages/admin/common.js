@@ -1,5 +1,5 @@
 // What the admin pages share: loading into a container that tells browser tests its state,
-// the pager, and the badges for statuses and alarm levels.
+// the page number, and the badges for statuses and alarm levels.
 
 import { ApiError } from '../../api.js';
 import { fill, h } from '../../dom.js';
@@ -26,18 +26,6 @@ export async function loadInto(box, draw) {
 // The page number of the hash query (from 1).
 export function pageNumber(search) {
   return Math.max(1, Math.floor(Number(search.get('page'))) || 1);
-}
-
-// Previous and next links for the API's `pagination`; `href(page)` makes a page's link.
-export function pager(p, href, noun) {
-  if (!p.total_items) return null;
-  const link = (number, label, enabled, id) => (enabled
-    ? h('a', { href: href(number), class: 'button', id }, label)
-    : h('span', { class: 'button disabled', 'aria-disabled': 'true', id }, label));
-  return h('nav', { class: 'pager', 'aria-label': 'Pages' },
-    link(p.page - 1, '← Previous', p.has_prev, 'page-prev'),
-    h('span', { id: 'page-info' }, `Page ${p.page} of ${p.total_pages} · ${p.total_items} ${noun}`),
-    link(p.page + 1, 'Next →', p.has_next, 'page-next'));
 }
 
 const ACCOUNT_TONE = { active: 'status-ok', suspended: 'warn', disabled: 'status-error' };

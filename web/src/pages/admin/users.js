@@ -2,9 +2,9 @@
 // the user's page. Filters and page live in the hash query, so a view can be linked to.
 
 import { get, query } from '../../api.js';
-import { card, field, fill, h, table } from '../../dom.js';
+import { card, field, fill, h, pager, table } from '../../dom.js';
 import { pnl, tone, when } from '../../format.js';
-import { ACCOUNT_STATUSES, TIERS, accountBadge, loadInto, options, pageNumber, pager, userLink } from './common.js';
+import { ACCOUNT_STATUSES, TIERS, accountBadge, loadInto, options, pageNumber, userLink } from './common.js';
 
 const PER_PAGE = 25;
 
