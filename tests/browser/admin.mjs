@@ -99,20 +99,36 @@ await run('admin', async (step, opened) => {
   await user.waitForSelector('#kill-banner', { state: 'hidden', timeout: 5000 });
   await admin.waitForSelector('#kill-switch-status:text-is("off")');
 
-  step('every other page draws what the API returns');
-  // Each page's main containers reach `ready` or `empty` (an API error leaves them at `error`).
+  step('every page draws what the API returns, at 1280 px and at 390 px');
+  // Each page's main containers reach `ready` or `empty` (an API error leaves them at `error`),
+  // and on a phone nothing is wider than the screen.
+  const phone = { width: 390, height: 844 };
+  const userPhone = await app.newPage(phone, 'user');
+  const adminPhone = await app.newPage(phone);
   const pages = [
-    [user, 'ledger', ['#ledger']],
-    [user, 'performance', ['#performance-metrics', '#performance-trades', '#account-stats']],
-    [user, 'settings', ['#settings', '#webhooks']],
-    [user, 'subscription', ['#subscription-current', '#subscription-usage', '#plans']],
-    [admin, 'admin', ['#admin-metrics', '#admin-alarms']],
-    [admin, 'admin/audit', ['#admin-audit']],
-    [admin, 'admin/users', ['#admin-users']],
+    ['user', 'dashboard', ['#figures', '#recent']],
+    ['user', 'bot', ['#bot-status-card']],
+    ['user', 'chart/BTC-USD', ['#chart']],
+    ['user', 'history', ['#history']],
+    ['user', 'ledger', ['#ledger']],
+    ['user', 'performance', ['#performance-metrics', '#performance-trades', '#account-stats']],
+    ['user', 'brokers', ['#brokers']],
+    ['user', 'settings', ['#settings', '#webhooks']],
+    ['user', 'subscription', ['#subscription-current', '#subscription-usage', '#plans']],
+    ['admin', 'admin/plugins', ['#admin-plugins']],
+    ['admin', `admin/plugins/${PLUGIN}`, ['#admin-plugin']],
+    ['admin', 'admin', ['#admin-metrics', '#admin-alarms']],
+    ['admin', 'admin/audit', ['#admin-audit']],
+    ['admin', 'admin/users', ['#admin-users']],
   ];
-  for (const [page, path, containers] of pages) {
-    await page.goto(`${BASE}/#/${path}`);
-    for (const container of containers) await waitData(page, container, { state: { oneOf: ['ready', 'empty'] } }, `#/${path}`);
+  for (const [who, path, containers] of pages) {
+    const tabs = who === 'user' ? [user, userPhone] : [admin, adminPhone];
+    for (const tab of tabs) {
+      await tab.goto(`${BASE}/#/${path}`);
+      for (const container of containers) await waitData(tab, container, { state: { oneOf: ['ready', 'empty'] } }, `#/${path}`);
+    }
+    const overflow = await tabs[1].evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    if (overflow > 0) fail(`#/${path} is ${overflow} px wider than a 390 px screen`);
   }
   // From the list (the last page visited) to one user's page.
   await admin.click('#admin-users tr[data-id] a');

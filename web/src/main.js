@@ -82,7 +82,7 @@ function context(params) {
   };
 }
 
-export function navigate(path) {
+function navigate(path) {
   if (location.hash === `#/${path}`) route();
   else location.hash = `#/${path}`;
 }
@@ -110,7 +110,7 @@ function route() {
   if (!signedIn) {
     const page = PUBLIC[name];
     if (!page) {
-      if (name && !PUBLIC[name]) sessionStorage.setItem('tradehost.return', location.hash);
+      if (name) sessionStorage.setItem('tradehost.return', location.hash);
       replaceRoute('#/signin');
       return;
     }
