@@ -2,8 +2,9 @@
 //! [`StoredDecimal`]s.
 
 use super::Executes;
+use super::statements::{Statements, statement};
 use rust_decimal::Decimal;
-use sqlx::{FromRow, QueryBuilder};
+use sqlx::FromRow;
 
 use super::StoredDecimal;
 use crate::engine::accounting::Account;
@@ -88,12 +89,19 @@ pub async fn apply_changes<'e>(
     changes: &[&AccountChange],
     now: i64,
 ) -> sqlx::Result<()> {
+    Statements::once(exec, |statements| push_changes(statements, changes, now))
+        .await
+        .map(drop)
+}
+
+/// [`apply_changes`] as one of `statements`.
+pub fn push_changes(statements: &mut Statements, changes: &[&AccountChange], now: i64) {
     if changes.is_empty() {
-        return Ok(());
+        return;
     }
-    on!(exec, |c, DB| {
+    statement!(statements, |query| {
         // VALUES columns are column1, column2, … on both backends.
-        let mut query = QueryBuilder::<DB>::new(
+        query.push(
             "UPDATE trading_accounts SET cash = cash + v.column2, realized_pnl = realized_pnl + v.column3, \
              fees_paid = fees_paid + v.column4, updated_at = v.column5 FROM (",
         );
@@ -105,6 +113,5 @@ pub async fn apply_changes<'e>(
                 .push_bind(now);
         });
         query.push(") AS v WHERE trading_accounts.user_id = v.column1");
-        query.build().execute(c).await.map(drop)
     })
 }

@@ -16,6 +16,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 type Flush = Arc<dyn Fn() -> io::Result<()> + Send + Sync>;
 
+/// Taken after a commit: a flush that starts after it makes that commit durable.
+#[derive(Debug, Clone, Copy)]
+pub struct Ticket(u64);
+
 pub struct GroupSync {
     /// Makes every commit finished so far durable; none where commits are durable already.
     flush: Option<Flush>,
@@ -46,6 +50,12 @@ impl GroupSync {
         Self::with(Some(Arc::new(move || flush_file(&wal))))
     }
 
+    /// Commits are durable once `flush` returns (tests stand in for the disk).
+    #[cfg(test)]
+    pub fn with_flush(flush: impl Fn() -> io::Result<()> + Send + Sync + 'static) -> Self {
+        Self::with(Some(Arc::new(flush)))
+    }
+
     fn with(flush: Option<Flush>) -> Self {
         Self {
             flush,
@@ -58,10 +68,19 @@ impl GroupSync {
     /// Waits until every commit that finished before the call is on disk. An error means the
     /// disk refused a flush: what was committed may not survive a power loss.
     pub async fn wait(&self) -> io::Result<()> {
+        self.wait_for(self.ticket()).await
+    }
+
+    /// A ticket for every commit finished so far, to wait for with [`GroupSync::wait_for`].
+    pub fn ticket(&self) -> Ticket {
+        Ticket(self.issued.fetch_add(1, Ordering::SeqCst) + 1)
+    }
+
+    /// Waits until the commits `ticket` was taken after are on disk.
+    pub async fn wait_for(&self, Ticket(ticket): Ticket) -> io::Result<()> {
         let Some(flush) = &self.flush else {
             return Ok(());
         };
-        let ticket = self.issued.fetch_add(1, Ordering::SeqCst) + 1;
         let mut durable = self.durable.lock().await;
         if *durable >= ticket {
             return Ok(());

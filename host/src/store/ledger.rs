@@ -2,7 +2,8 @@
 //! the account's cash. Decimals are stored as [`StoredDecimal`]s.
 
 use super::Executes;
-use sqlx::{Database, FromRow, QueryBuilder};
+use super::statements::{Statements, statement};
+use sqlx::{Database, FromRow};
 
 use rust_decimal::Decimal;
 
@@ -20,11 +21,18 @@ pub struct NewRow<'a> {
 
 /// Writes ledger rows, in one statement.
 pub async fn insert<'e>(exec: impl Executes<'e>, rows: &[NewRow<'_>]) -> sqlx::Result<()> {
+    Statements::once(exec, |statements| push_insert(statements, rows))
+        .await
+        .map(drop)
+}
+
+/// [`insert`] as one of `statements`.
+pub fn push_insert(statements: &mut Statements, rows: &[NewRow<'_>]) {
     if rows.is_empty() {
-        return Ok(());
+        return;
     }
-    on!(exec, |c, DB| {
-        let mut query = QueryBuilder::<DB>::new(
+    statement!(statements, |query| {
+        query.push(
             "INSERT INTO ledger (id, user_id, order_id, position_id, broker, symbol, side, action, quantity, price, \
              notional, fee, realized_pnl, cash_after, created_at, fill_id, entry_fee) ",
         );
@@ -48,7 +56,6 @@ pub async fn insert<'e>(exec: impl Executes<'e>, rows: &[NewRow<'_>]) -> sqlx::R
                 .push_bind(r.fill_id.map(str::to_string))
                 .push_bind(StoredDecimal(e.entry_fee));
         });
-        query.build().execute(c).await.map(drop)
     })
 }
 

@@ -50,6 +50,7 @@ pub mod audit;
 pub mod billing;
 pub mod bots;
 pub mod brokers;
+mod checkpoints;
 pub mod decimal;
 pub mod durability;
 pub mod exports;
@@ -70,6 +71,7 @@ pub mod sessions;
 pub mod settings;
 pub mod signals;
 pub mod snapshots;
+pub mod statements;
 pub mod totals;
 pub mod trades;
 pub mod users;
@@ -430,13 +432,24 @@ impl Db {
         // handler, whose sleeps would idle the writer between them.
         // Its one user is the books' writer, which would otherwise pay a round trip to test
         // the connection before every batch.
+        // Its commits leave the log's pages to the checkpointer (`checkpoints`), on a thread
+        // of its own: a checkpoint copies the log into the database file and flushes it, which in
+        // the commit that crosses SQLite's threshold held the writer for ten times a commit.
         let grouped = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
             .test_before_acquire(false)
-            .connect_with(options.clone().synchronous(SqliteSynchronous::Normal))
+            .connect_with(
+                options
+                    .clone()
+                    .synchronous(SqliteSynchronous::Normal)
+                    .pragma("wal_autocheckpoint", "0")
+                    .pragma("cache_size", "-65536")
+                    .pragma("temp_store", "memory"),
+            )
             .await
             .with_context(unreachable)?;
+        checkpoints::start(pool.clone());
         let sync = Arc::new(GroupSync::wal(PathBuf::from(format!("{file}-wal"))));
         Ok(Self {
             pool: Pool::Sqlite(SqliteConnections::new(pool, SQLITE_KEPT)),

@@ -1,6 +1,7 @@
 //! Notification events, users' outgoing webhooks, their signing secrets and the deliveries queue.
 
 use super::Executes;
+use super::statements::{Statements, statement};
 use sqlx::{FromRow, QueryBuilder};
 
 use super::{Db, now_ms};
@@ -36,13 +37,18 @@ pub async fn insert_event<'e>(
 
 /// Records events (distinct ids) in one statement; returns how many were new.
 pub async fn insert_events<'e>(exec: impl Executes<'e>, events: &[&EventRow]) -> sqlx::Result<u64> {
+    let new = Statements::once(exec, |statements| push_events(statements, events, true)).await?;
+    Ok(new.len() as u64)
+}
+
+/// [`insert_events`] as one of `statements`; `returning`: the statement returns the ids of the
+/// events that were new.
+pub fn push_events(statements: &mut Statements, events: &[&EventRow], returning: bool) {
     if events.is_empty() {
-        return Ok(0);
+        return;
     }
-    on!(exec, |c, DB| {
-        let mut query = QueryBuilder::<DB>::new(
-            "INSERT INTO notification_events (id, user_id, kind, payload, created_at) ",
-        );
+    statement!(statements, |query| {
+        query.push("INSERT INTO notification_events (id, user_id, kind, payload, created_at) ");
         query.push_values(events, |mut row, e| {
             row.push_bind(e.id.clone())
                 .push_bind(e.user_id.clone())
@@ -51,11 +57,9 @@ pub async fn insert_events<'e>(exec: impl Executes<'e>, events: &[&EventRow]) ->
                 .push_bind(e.created_at);
         });
         query.push(" ON CONFLICT (id) DO NOTHING");
-        query
-            .build()
-            .execute(c)
-            .await
-            .map(|done| done.rows_affected())
+        if returning {
+            query.push(" RETURNING id");
+        }
     })
 }
 

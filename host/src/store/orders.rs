@@ -4,8 +4,9 @@
 
 use super::Executes;
 use rust_decimal::Decimal;
-use sqlx::{FromRow, QueryBuilder};
+use sqlx::FromRow;
 
+use super::statements::{Statements, statement};
 use super::{OptionalStoredDecimal, StoredDecimal};
 
 /// Statuses of orders that may still fill.
@@ -65,17 +66,14 @@ const ORDER_COLUMNS: &str = "id, user_id, client_order_id, broker, symbol, side,
     filled_quantity, position_id, trade_id, stop_loss, take_profit, trail_pct, exit_reason, attempt, signal_id, status, \
     broker_order_id, error, next_check_at, checks, created_at, updated_at, strategy";
 
-/// Writes orders before they are sent, in one statement; returns the client order ids written
-/// (an order whose client id exists already is not). Client ids must be distinct.
-pub async fn insert<'e>(
-    exec: impl Executes<'e>,
-    orders: &[&OrderRow],
-) -> sqlx::Result<Vec<String>> {
+/// Writes orders before they are sent, in one statement, which returns the client order ids
+/// written (an order whose client id exists already is not). Client ids must be distinct.
+pub fn insert(statements: &mut Statements, orders: &[&OrderRow]) {
     if orders.is_empty() {
-        return Ok(Vec::new());
+        return;
     }
-    on!(exec, |c, DB| {
-        let mut query = QueryBuilder::<DB>::new(format!("INSERT INTO orders ({ORDER_COLUMNS}) "));
+    statement!(statements, |query| {
+        query.push(format!("INSERT INTO orders ({ORDER_COLUMNS}) "));
         query.push_values(orders, |mut row, o| {
             row.push_bind(o.id.clone())
                 .push_bind(o.user_id.clone())
@@ -106,7 +104,6 @@ pub async fn insert<'e>(
                 .push_bind(o.strategy.clone());
         });
         query.push(" ON CONFLICT (client_order_id) DO NOTHING RETURNING client_order_id");
-        query.build_query_scalar().fetch_all(c).await
     })
 }
 
@@ -179,17 +176,13 @@ pub struct OrderChange {
 }
 
 /// Applies transitions to their orders (distinct), in one statement.
-pub async fn update<'e>(
-    exec: impl Executes<'e>,
-    changes: &[&OrderChange],
-    now: i64,
-) -> sqlx::Result<()> {
+pub fn update(statements: &mut Statements, changes: &[&OrderChange], now: i64) {
     if changes.is_empty() {
-        return Ok(());
+        return;
     }
-    on!(exec, |c, DB| {
+    statement!(statements, |query| {
         // VALUES columns are column1, column2, … on both backends.
-        let mut query = QueryBuilder::<DB>::new(
+        query.push(
             "UPDATE orders SET status = v.column2, broker_order_id = COALESCE(v.column3, orders.broker_order_id), \
              filled_quantity = v.column4, error = COALESCE(v.column5, orders.error), next_check_at = v.column6, \
              checks = v.column7, updated_at = v.column8 FROM (",
@@ -205,7 +198,6 @@ pub async fn update<'e>(
                 .push_bind(now);
         });
         query.push(") AS v WHERE orders.id = v.column1");
-        query.build().execute(c).await.map(drop)
     })
 }
 
@@ -296,12 +288,12 @@ pub struct FillRow {
 
 /// Records fills, in one statement. Each (order, venue trade id) is booked once: one booked
 /// before fails the statement (the booking reads what was booked first).
-pub async fn insert_fills<'e>(exec: impl Executes<'e>, fills: &[&FillRow]) -> sqlx::Result<()> {
+pub fn insert_fills(statements: &mut Statements, fills: &[&FillRow]) {
     if fills.is_empty() {
-        return Ok(());
+        return;
     }
-    on!(exec, |c, DB| {
-        let mut query = QueryBuilder::<DB>::new(
+    statement!(statements, |query| {
+        query.push(
             "INSERT INTO fills (id, order_id, user_id, venue_trade_id, quantity, price, fee, filled_at, booked_at) ",
         );
         query.push_values(fills, |mut row, f| {
@@ -315,7 +307,6 @@ pub async fn insert_fills<'e>(exec: impl Executes<'e>, fills: &[&FillRow]) -> sq
                 .push_bind(f.filled_at)
                 .push_bind(f.booked_at);
         });
-        query.build().execute(c).await.map(drop)
     })
 }
 

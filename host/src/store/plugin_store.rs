@@ -3,10 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use sqlx::QueryBuilder;
-
+use super::statements::{Statements, statement};
 use super::writer::Job;
-use super::{Conn, Db, Executes};
+use super::{Db, Executes};
 
 pub async fn get<'e>(
     exec: impl Executes<'e>,
@@ -57,9 +56,9 @@ pub struct Change {
     pub value: Option<String>,
 }
 
-/// Applies changes in the caller's transaction, in order (the last change of a key counts): one
-/// statement for the keys set and one for those removed.
-pub async fn apply(conn: &mut Conn<'_>, changes: &[&Change], now: i64) -> sqlx::Result<()> {
+/// Applies changes as statements of the caller's transaction, in order (the last change of a key
+/// counts): one statement for the keys set and one for those removed.
+pub fn apply(statements: &mut Statements, changes: &[&Change], now: i64) {
     let mut last: BTreeMap<(&str, &str, &str), Option<&str>> = BTreeMap::new();
     for change in changes {
         last.insert(
@@ -77,24 +76,17 @@ pub async fn apply(conn: &mut Conn<'_>, changes: &[&Change], now: i64) -> sqlx::
         .map(|(key, _)| *key)
         .collect();
     if !sets.is_empty() {
-        set(&mut *conn, &sets, now).await?;
+        set(statements, &sets, now);
     }
     if !removals.is_empty() {
-        remove(&mut *conn, &removals).await?;
+        remove(statements, &removals);
     }
-    Ok(())
 }
 
 /// Sets keys (distinct) to values, in one statement.
-async fn set<'e>(
-    exec: impl Executes<'e>,
-    entries: &[((&str, &str, &str), &str)],
-    now: i64,
-) -> sqlx::Result<()> {
-    on!(exec, |c, DB| {
-        let mut query = QueryBuilder::<DB>::new(
-            "INSERT INTO plugin_store (plugin, scope, key, value, updated_at) ",
-        );
+fn set(statements: &mut Statements, entries: &[((&str, &str, &str), &str)], now: i64) {
+    statement!(statements, |query| {
+        query.push("INSERT INTO plugin_store (plugin, scope, key, value, updated_at) ");
         query.push_values(entries, |mut row, ((plugin, scope, key), value)| {
             row.push_bind(*plugin)
                 .push_bind(*scope)
@@ -106,15 +98,14 @@ async fn set<'e>(
             " ON CONFLICT (plugin, scope, key) DO UPDATE SET value = excluded.value, \
              updated_at = excluded.updated_at",
         );
-        query.build().execute(c).await.map(drop)
     })
 }
 
 /// Removes keys, in one statement (a disjunction of keys: both backends look each up in the
 /// primary key, where a row-value `IN` list scans the table on SQLite).
-async fn remove<'e>(exec: impl Executes<'e>, keys: &[(&str, &str, &str)]) -> sqlx::Result<()> {
-    on!(exec, |c, DB| {
-        let mut query = QueryBuilder::<DB>::new("DELETE FROM plugin_store WHERE ");
+fn remove(statements: &mut Statements, keys: &[(&str, &str, &str)]) {
+    statement!(statements, |query| {
+        query.push("DELETE FROM plugin_store WHERE ");
         for (n, (plugin, scope, key)) in keys.iter().enumerate() {
             if n > 0 {
                 query.push(" OR ");
@@ -128,7 +119,6 @@ async fn remove<'e>(exec: impl Executes<'e>, keys: &[(&str, &str, &str)]) -> sql
                 .push_bind(*key)
                 .push(")");
         }
-        query.build().execute(c).await.map(drop)
     })
 }
 

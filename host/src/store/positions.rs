@@ -2,7 +2,8 @@
 //! working on. Decimals are stored as [`StoredDecimal`]s.
 
 use super::Executes;
-use sqlx::{Database, FromRow, QueryBuilder};
+use super::statements::{Statements, statement};
+use sqlx::{Database, FromRow};
 
 use super::{Db, Filter, Owned, StoredDecimal};
 use crate::engine::accounting::{Closing, Position, Side};
@@ -189,11 +190,18 @@ pub async fn write<'e>(
     positions: &[(&str, &Position)],
     now: i64,
 ) -> sqlx::Result<()> {
+    Statements::once(exec, |statements| push_write(statements, positions, now))
+        .await
+        .map(drop)
+}
+
+/// [`write`] as one of `statements`.
+pub fn push_write(statements: &mut Statements, positions: &[(&str, &Position)], now: i64) {
     if positions.is_empty() {
-        return Ok(());
+        return;
     }
-    on!(exec, |c, DB| {
-        let mut query = QueryBuilder::<DB>::new(format!(
+    statement!(statements, |query| {
+        query.push(format!(
             "INSERT INTO positions (user_id, {POSITION_COLUMNS}, status, closed_at, updated_at) "
         ));
         query.push_values(positions, |mut row, (user_id, p)| {
@@ -231,36 +239,40 @@ pub async fn write<'e>(
              next_close_at = excluded.next_close_at, close_error = excluded.close_error, \
              updated_at = excluded.updated_at",
         );
-        query.build().execute(c).await.map(drop)
     })
 }
 
 /// Writes only positions' pending closes (the rest of each is unchanged), each position once.
-pub async fn update_closing<'e>(
-    exec: impl Executes<'e>,
-    positions: &[&Position],
+/// A close written with its order's attempt (the order's id beside it) is written only if that
+/// order was: an order whose client id stood already counts no attempt.
+pub fn update_closing(
+    statements: &mut Statements,
+    positions: &[(&Position, Option<&str>)],
     now: i64,
-) -> sqlx::Result<()> {
+) {
     if positions.is_empty() {
-        return Ok(());
+        return;
     }
-    on!(exec, |c, DB| {
+    statement!(statements, |query| {
         // VALUES columns are column1, column2, … on both backends.
-        let mut query = QueryBuilder::<DB>::new(
+        query.push(
             "UPDATE positions SET close_reason = v.column2, close_attempts = v.column3, \
              next_close_at = v.column4, close_error = v.column5, updated_at = v.column6 FROM (",
         );
-        query.push_values(positions, |mut row, p| {
+        query.push_values(positions, |mut row, (p, order_id)| {
             let close = CloseColumns::of(p.closing.as_ref());
             row.push_bind(p.id.clone())
                 .push_bind(close.reason)
                 .push_bind(close.attempts)
                 .push_bind(close.next_at)
                 .push_bind(close.error)
-                .push_bind(now);
+                .push_bind(now)
+                .push_bind(order_id.map(str::to_string));
         });
-        query.push(") AS v WHERE positions.id = v.column1 AND positions.status = 'open'");
-        query.build().persistent(false).execute(c).await.map(drop)
+        query.push(
+            ") AS v WHERE positions.id = v.column1 AND positions.status = 'open' \
+             AND (v.column7 IS NULL OR EXISTS (SELECT 1 FROM orders WHERE orders.id = v.column7))",
+        );
     })
 }
 

@@ -2,6 +2,7 @@
 //! (`venue_baselines`), and the differences it could not explain (`discrepancies`).
 
 use super::Executes;
+use super::statements::{Statements, statement};
 use rust_decimal::Decimal;
 use sqlx::FromRow;
 
@@ -55,29 +56,27 @@ pub async fn set_baseline<'e>(
 
 /// Adds `quantity` to the asset's baseline where one is recorded (dust a close left at the
 /// venue joins what the venue holds apart from tradehost).
-pub async fn shift_baseline<'e>(
-    exec: impl Executes<'e>,
+pub fn shift_baseline(
+    statements: &mut Statements,
     user_id: &str,
     broker: &str,
     symbol: &str,
     quantity: Decimal,
     now: i64,
-) -> sqlx::Result<()> {
-    on!(exec, |c| {
-        sqlx::query(
-            "UPDATE venue_baselines SET quantity = quantity + $4, updated_at = $5 \
-             WHERE user_id = $1 AND broker = $2 AND symbol = $3",
-        )
-        .bind(user_id)
-        .bind(broker)
-        .bind(symbol)
-        .bind(StoredDecimal(quantity))
-        .bind(now)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(())
+) {
+    statement!(statements, |query| {
+        query
+            .push("UPDATE venue_baselines SET quantity = quantity + ")
+            .push_bind(StoredDecimal(quantity))
+            .push(", updated_at = ")
+            .push_bind(now)
+            .push(" WHERE user_id = ")
+            .push_bind(user_id)
+            .push(" AND broker = ")
+            .push_bind(broker)
+            .push(" AND symbol = ")
+            .push_bind(symbol);
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, FromRow)]

@@ -2,6 +2,7 @@
 //! next scan, with its outcome kept for the sender to read by `trade_id` (the row's id).
 
 use super::Executes;
+use super::statements::{Statements, statement};
 use rust_decimal::Decimal;
 use sqlx::FromRow;
 
@@ -118,20 +119,15 @@ pub async fn finish<'e>(
 }
 
 /// Marks what a signal's order came to, when it ends.
-pub async fn order_ended<'e>(
-    exec: impl Executes<'e>,
-    id: &str,
-    status: &str,
-    outcome: Option<&str>,
-) -> sqlx::Result<()> {
-    on!(exec, |c| {
-        sqlx::query("UPDATE signals SET status = $2, outcome = COALESCE($3, outcome) WHERE id = $1 AND status = 'ordered'")
-            .bind(id)
-            .bind(status)
-            .bind(outcome)
-            .execute(c)
-            .await
-            .map(|done| done.rows_affected())
-    })?;
-    Ok(())
+pub fn order_ended(statements: &mut Statements, id: &str, status: &str, outcome: Option<&str>) {
+    statement!(statements, |query| {
+        query
+            .push("UPDATE signals SET status = ")
+            .push_bind(status)
+            .push(", outcome = COALESCE(")
+            .push_bind(outcome)
+            .push(", outcome) WHERE id = ")
+            .push_bind(id)
+            .push(" AND status = 'ordered'");
+    })
 }

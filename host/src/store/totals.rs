@@ -4,10 +4,11 @@
 //! [`add_trades`] runs in the transaction that books the trade, so the rows always agree with the
 //! `trades` table.
 
-use super::{Conn, Executes};
+use super::Executes;
+use super::statements::{Statements, statement};
 use std::collections::BTreeMap;
 
-use sqlx::{FromRow, QueryBuilder};
+use sqlx::FromRow;
 
 use super::{Db, now_ms};
 use super::{StoredDecimal, flags, trades};
@@ -91,14 +92,10 @@ pub async fn all(db: &Db) -> sqlx::Result<Vec<AccountTotals>> {
 }
 
 /// Writes accounts' rows, each user once; `on_conflict` says what an existing row gets.
-async fn put(
-    conn: &mut Conn<'_>,
-    rows: &[(&str, AccountTotals)],
-    on_conflict: &str,
-) -> sqlx::Result<()> {
+fn put(statements: &mut Statements, rows: &[(&str, AccountTotals)], on_conflict: &str) {
     let now = now_ms();
-    on!(conn, |c, DB| {
-        let mut query = QueryBuilder::<DB>::new(format!(
+    statement!(statements, |query| {
+        query.push(format!(
             "INSERT INTO account_totals (user_id, {COLUMNS}, updated_at) "
         ));
         query.push_values(rows, |mut row, (user_id, t)| {
@@ -123,14 +120,7 @@ async fn put(
                 .push_bind(now);
         });
         query.push(format!(" ON CONFLICT (user_id) {on_conflict}"));
-        query
-            .build()
-            .persistent(false)
-            .execute(c)
-            .await
-            .map(|done| done.rows_affected())
-    })?;
-    Ok(())
+    })
 }
 
 /// Adds completed trades (in the order they closed) to their accounts' totals and to their days',
@@ -139,17 +129,14 @@ async fn put(
 /// concurrent bookings of one account add up on PostgreSQL too; the upsert locks the row until
 /// the transaction ends). An upsert may touch a row once, so trades of one row go in successive
 /// statements, in order: the streak depends on it.
-pub async fn add_trades(
-    conn: &mut Conn<'_>,
-    trades: &[(&str, &CompletedTrade)],
-) -> sqlx::Result<()> {
+pub fn add_trades(statements: &mut Statements, trades: &[(&str, &CompletedTrade)]) {
     let accounts = trades.iter().map(|(user_id, trade)| {
         let mut one = AccountTotals::default();
         one.add(trade);
         (*user_id, *user_id, one)
     });
     for round in rounds(accounts) {
-        put(conn, &round, &MERGE).await?;
+        put(statements, &round, &MERGE);
     }
     let days = trades.iter().map(|(user_id, trade)| {
         let mut tally = Tally::default();
@@ -169,9 +156,8 @@ pub async fn add_trades(
         (key, *user_id, day)
     });
     for round in rounds(days) {
-        put_day(conn, &round, DAY_MERGE).await?;
+        put_day(statements, &round, DAY_MERGE);
     }
-    Ok(())
 }
 
 /// Splits `(key, user, row)` into rounds in which each key appears once, a key's rows in their
@@ -287,13 +273,9 @@ const DAY_MERGE: &str = "DO UPDATE SET trades = account_day_totals.trades + excl
      net_pnl = account_day_totals.net_pnl + excluded.net_pnl, \
      size_usd = account_day_totals.size_usd + excluded.size_usd";
 
-async fn put_day(
-    conn: &mut Conn<'_>,
-    rows: &[(&str, DayTotals)],
-    on_conflict: &'static str,
-) -> sqlx::Result<()> {
-    on!(conn, |c, DB| {
-        let mut query = QueryBuilder::<DB>::new(format!(
+fn put_day(statements: &mut Statements, rows: &[(&str, DayTotals)], on_conflict: &'static str) {
+    statement!(statements, |query| {
+        query.push(format!(
             "INSERT INTO account_day_totals (user_id, {DAY_COLUMNS}) "
         ));
         query.push_values(rows, |mut row, (user_id, d)| {
@@ -310,14 +292,7 @@ async fn put_day(
         query.push(format!(
             " ON CONFLICT (user_id, day, symbol, strategy) {on_conflict}"
         ));
-        query
-            .build()
-            .persistent(false)
-            .execute(c)
-            .await
-            .map(|done| done.rows_affected())
-    })?;
-    Ok(())
+    })
 }
 
 /// Computes the totals of trades booked before these tables existed (or before a migration that
@@ -348,7 +323,10 @@ pub async fn backfill(db: &Db) -> sqlx::Result<()> {
         }
         // Written only where no row exists: another process migrating the same database at
         // the same moment computes the same rows.
-        put(&mut tx, &[(&user_id, totals)], "DO NOTHING").await?;
+        Statements::once(&mut tx, |statements| {
+            put(statements, &[(&user_id, totals)], "DO NOTHING")
+        })
+        .await?;
         let days: Vec<(&str, DayTotals)> = days
             .into_iter()
             .map(|((day, symbol, strategy), tally)| {
@@ -362,7 +340,10 @@ pub async fn backfill(db: &Db) -> sqlx::Result<()> {
             })
             .collect();
         for chunk in days.chunks(super::MAX_ROWS) {
-            put_day(&mut tx, chunk, "DO NOTHING").await?;
+            Statements::once(&mut tx, |statements| {
+                put_day(statements, chunk, "DO NOTHING")
+            })
+            .await?;
         }
         tx.commit().await?;
     }

@@ -1,10 +1,11 @@
 //! Completed trades: one row per closed position (or each close of it), booked with the fill that
 //! closed it and added to the account's running totals in the same transaction.
 
-use sqlx::{Database, FromRow, QueryBuilder};
+use sqlx::{Database, FromRow};
 
 use rust_decimal::Decimal;
 
+use super::statements::{Statements, statement};
 use super::{Conn, Db, Executes, Filter, Owned, StoredDecimal, limit_clause};
 use crate::engine::accounting::{CompletedTrade, Side};
 use crate::engine::totals::Sums;
@@ -13,11 +14,18 @@ use crate::engine::totals::Sums;
 /// in the caller's transaction: one statement for the trades, and the totals in as few statements as
 /// the rows they touch allow ([`super::totals::add_trades`]).
 pub async fn insert(conn: &mut Conn<'_>, trades: &[(&str, &CompletedTrade)]) -> sqlx::Result<()> {
+    Statements::once(conn, |statements| push_insert(statements, trades))
+        .await
+        .map(drop)
+}
+
+/// [`insert`] as statements of `statements`.
+pub fn push_insert(statements: &mut Statements, trades: &[(&str, &CompletedTrade)]) {
     if trades.is_empty() {
-        return Ok(());
+        return;
     }
-    on!(&mut *conn, |c, DB| {
-        let mut query = QueryBuilder::<DB>::new(
+    statement!(statements, |query| {
+        query.push(
             "INSERT INTO trades (id, user_id, position_id, broker, symbol, side, quantity, entry_price, \
                  exit_price, size_usd, gross_pnl, fees, net_pnl, pnl_pct, exit_reason, opened_at, closed_at, \
                  duration_minutes, entry_fee, strategy) ",
@@ -44,14 +52,8 @@ pub async fn insert(conn: &mut Conn<'_>, trades: &[(&str, &CompletedTrade)]) -> 
                 .push_bind(StoredDecimal(t.entry_fee))
                 .push_bind(t.strategy.clone());
         });
-        query
-            .build()
-            .persistent(false)
-            .execute(c)
-            .await
-            .map(|done| done.rows_affected())
-    })?;
-    super::totals::add_trades(conn, trades).await
+    });
+    super::totals::add_trades(statements, trades);
 }
 
 #[derive(FromRow)]

@@ -4,7 +4,9 @@
 //! them in one transaction with one statement per table, commits, waits for one flush of the log
 //! (`durability`) and only then answers. Jobs arriving while a batch is written form the next
 //! one, so under load a commit and a flush carry many fills, and each fill costs a share of a
-//! few statements instead of a round trip per row.
+//! few statements instead of a round trip per row. The statements are built before any runs
+//! (`statements`): on SQLite the batch is one script, a single hand-off to the connection's
+//! thread. A batch's flush is waited for while the next batch is written.
 //!
 //! A job answers once its rows are durable: nothing (an event, an acknowledgement, an order to a
 //! venue) goes out before. When a batch fails, each of its jobs is written again on its own, so
@@ -26,6 +28,7 @@ use super::durability::GroupSync;
 use super::notifications::{self, EventRow};
 use super::orders::{self, FillRow, OrderChange, OrderRow};
 use super::plugin_store::{self, Change};
+use super::statements::Statements;
 use super::{Conn, MAX_ROWS, Pool, ledger, now_ms, positions, reconciliation, signals, trades};
 use crate::engine::accounting::{CompletedTrade, LedgerEntry, Position};
 
@@ -177,16 +180,22 @@ async fn run(
                 results
             }
         };
-        // Durable before anyone hears of it. A flush the disk refuses leaves committed books
-        // that may not survive a power loss: the process stops, and the restart reads the books as
-        // the disk has them.
-        if let Err(err) = sync.wait().await {
-            tracing::error!(error = %err, "flushing the database log failed; stopping");
-            std::process::abort();
-        }
-        for (answer, result) in answers.into_iter().zip(results) {
-            let _ = answer.send(result);
-        }
+        // Durable before anyone hears of it. The flush is waited for beside the next batch, which
+        // holds none of these jobs' users (each waits for this answer first): flushes queue in
+        // commit order, and one that starts after several commits covers them all.
+        let ticket = sync.ticket();
+        let sync = sync.clone();
+        tokio::spawn(async move {
+            // A flush the disk refuses leaves committed books that may not survive a power loss:
+            // the process stops, and the restart reads the books as the disk has them.
+            if let Err(err) = sync.wait_for(ticket).await {
+                tracing::error!(error = %err, "flushing the database log failed; stopping");
+                std::process::abort();
+            }
+            for (answer, result) in answers.into_iter().zip(results) {
+                let _ = answer.send(result);
+            }
+        });
     }
 }
 
@@ -233,6 +242,8 @@ async fn write_batch(
 async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
     let now = now_ms();
     let mut tx = held.begin().await?;
+    // Built first and run as one: on SQLite one script, a single hand-off to the connection.
+    let mut statements = Statements::new(tx.backend());
 
     // Orders to send: the first of a client id in the batch is the one written.
     let mut claimed: HashSet<&str> = HashSet::new();
@@ -244,10 +255,9 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
         })
         .filter(|new| claimed.insert(&new.order.client_order_id))
         .collect();
-    let mut written: HashSet<String> = HashSet::new();
     let order_rows: Vec<&OrderRow> = new_orders.iter().map(|new| &new.order).collect();
     for chunk in order_rows.chunks(MAX_ROWS) {
-        written.extend(orders::insert(&mut tx, chunk).await?);
+        orders::insert(&mut statements, chunk);
     }
 
     let bookings: Vec<&Booking> = jobs
@@ -259,21 +269,22 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
         .collect();
     let changes: Vec<&OrderChange> = bookings.iter().filter_map(|b| b.order.as_ref()).collect();
     for chunk in changes.chunks(MAX_ROWS) {
-        orders::update(&mut tx, chunk, now).await?;
+        orders::update(&mut statements, chunk, now);
     }
-    // Close requests on their own and those of close orders written; the last of each position
-    // counts.
+    // Close requests on their own and those of close orders (counted if the order is written);
+    // the last of each position counts.
     let requests = jobs.iter().filter_map(|job| match job {
-        Job::Closing(position) => Some(&**position),
+        Job::Closing(position) => Some((&**position, None)),
         _ => None,
     });
-    let attempts = new_orders
-        .iter()
-        .filter(|new| written.contains(&new.order.client_order_id))
-        .filter_map(|new| new.closing.as_ref());
-    let closing = last_of_each(requests.chain(attempts), |p| p.id.as_str());
+    let attempts = new_orders.iter().filter_map(|new| {
+        new.closing
+            .as_ref()
+            .map(|position| (position, Some(new.order.id.as_str())))
+    });
+    let closing = last_of_each(requests.chain(attempts), |(p, _)| p.id.as_str());
     for chunk in closing.chunks(MAX_ROWS) {
-        positions::update_closing(&mut tx, chunk, now).await?;
+        positions::update_closing(&mut statements, chunk, now);
     }
     // The last state of each position counts.
     let states = last_of_each(
@@ -286,11 +297,11 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
         |(_, position)| position.id.as_str(),
     );
     for chunk in states.chunks(MAX_ROWS) {
-        positions::write(&mut tx, chunk, now).await?;
+        positions::push_write(&mut statements, chunk, now);
     }
     let fills: Vec<&FillRow> = bookings.iter().flat_map(|b| &b.fills).collect();
     for chunk in fills.chunks(MAX_ROWS) {
-        orders::insert_fills(&mut tx, chunk).await?;
+        orders::insert_fills(&mut statements, chunk);
     }
     let rows: Vec<ledger::NewRow<'_>> = bookings
         .iter()
@@ -304,14 +315,14 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
         })
         .collect();
     for chunk in rows.chunks(MAX_ROWS) {
-        ledger::insert(&mut tx, chunk).await?;
+        ledger::push_insert(&mut statements, chunk);
     }
     let completed: Vec<(&str, &CompletedTrade)> = bookings
         .iter()
         .filter_map(|b| b.trade.as_ref().map(|t| (b.user_id.as_str(), t)))
         .collect();
     for chunk in completed.chunks(MAX_ROWS) {
-        trades::insert(&mut tx, chunk).await?;
+        trades::push_insert(&mut statements, chunk);
     }
     // Changes of one account add up.
     let mut accounts: Vec<AccountChange> = Vec::new();
@@ -327,33 +338,31 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
     }
     let accounts: Vec<&AccountChange> = accounts.iter().collect();
     for chunk in accounts.chunks(MAX_ROWS) {
-        accounts::apply_changes(&mut tx, chunk, now).await?;
+        accounts::push_changes(&mut statements, chunk, now);
     }
     for booking in &bookings {
         if let Some(signal) = &booking.signal {
             signals::order_ended(
-                &mut tx,
+                &mut statements,
                 &signal.signal_id,
                 signal.status,
                 signal.outcome.as_deref(),
-            )
-            .await?;
+            );
         }
         if let Some(shift) = &booking.baseline {
             reconciliation::shift_baseline(
-                &mut tx,
+                &mut statements,
                 &booking.user_id,
                 &shift.broker,
                 &shift.asset,
                 shift.quantity,
                 now,
-            )
-            .await?;
+            );
         }
     }
     let events: Vec<&EventRow> = bookings.iter().flat_map(|b| &b.events).collect();
     for chunk in events.chunks(MAX_ROWS) {
-        notifications::insert_events(&mut tx, chunk).await?;
+        notifications::push_events(&mut statements, chunk, false);
     }
     let store_changes: Vec<&Change> = jobs
         .iter()
@@ -364,8 +373,10 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
         })
         .collect();
     for chunk in store_changes.chunks(MAX_ROWS) {
-        plugin_store::apply(&mut tx, chunk, now).await?;
+        plugin_store::apply(&mut statements, chunk, now);
     }
+    // The only rows returned: the client ids of the orders written.
+    let written: HashSet<String> = statements.run(&mut tx).await?.into_iter().collect();
     tx.commit().await?;
 
     let mut answered: HashSet<&str> = HashSet::new();
@@ -555,6 +566,69 @@ mod tests {
         );
         assert_eq!(read("u1", "b").await.unwrap().as_deref(), Some("3"));
         assert_eq!(read("u2", "a").await.unwrap().as_deref(), Some("2"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_next_batch_is_written_while_the_last_ones_flush_runs_and_each_answers_after_its_own()
+     {
+        let (db, _dir) = sqlite().await;
+        user(&db.pool, "u1").await;
+        // Each flush counts its start and waits until the test lets it finish.
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let released = std::sync::Mutex::new(released);
+        let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let starts = started.clone();
+        let sync = Arc::new(GroupSync::with_flush(move || {
+            starts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            // A failed test drops the sender: the flush then ends (an error would abort).
+            let _ = released.lock().unwrap().recv();
+            Ok(())
+        }));
+        let writer = Writer::start(db.pool.clone(), sync.clone(), true);
+        let orders_written = |n: i64| {
+            let db = &db;
+            async move {
+                for _ in 0..500 {
+                    if count(db, "SELECT COUNT(*) FROM orders").await == n {
+                        return;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                panic!("{n} orders were not written");
+            }
+        };
+        let place = |id: &'static str, client_id: &'static str| {
+            let writer = writer.clone();
+            tokio::spawn(async move { writer.write(new_order(order(id, client_id))).await })
+        };
+
+        let first = place("o1", "c1");
+        orders_written(1).await;
+        for _ in 0..500 {
+            if started.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(started.load(std::sync::atomic::Ordering::SeqCst), 1);
+        let second = place("o2", "c2");
+        orders_written(2).await;
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(
+            !first.is_finished() && !second.is_finished(),
+            "neither is answered before a flush covers it"
+        );
+
+        release.send(()).unwrap();
+        assert!(first.await.unwrap().unwrap());
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(
+            !second.is_finished(),
+            "the first flush started before the second commit and does not cover it"
+        );
+        release.send(()).unwrap();
+        assert!(second.await.unwrap().unwrap());
+        assert_eq!(sync.flushes(), 2);
     }
 
     #[tokio::test]
