@@ -33,3 +33,42 @@ pub fn start(pool: SqlitePool) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::store::plugin_store::Change;
+    use crate::store::testing::sqlite;
+    use crate::store::writer::Job;
+
+    /// The writer's commits stay in the log; the checkpointer moves them into the database file.
+    #[tokio::test]
+    async fn what_the_writer_commits_reaches_the_database_file_without_a_checkpoint_of_its_own() {
+        let (db, dir) = sqlite().await;
+        let file = dir.path().join("test.db");
+        let size = || std::fs::metadata(&file).unwrap().len();
+        tokio::time::sleep(2 * super::EVERY).await;
+        let before = size();
+        // About 2 MiB of values, far more than the file holds before.
+        let changes = (0..256)
+            .map(|n| Change {
+                plugin: "paper".into(),
+                scope: "u1".into(),
+                key: format!("key-{n}"),
+                value: Some("x".repeat(8192)),
+            })
+            .collect();
+        db.write(Job::PluginStore(changes)).await.unwrap();
+        for _ in 0..50 {
+            if size() > before + 2_000_000 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "the database file grew from {before} to {} bytes only",
+            size()
+        );
+    }
+}

@@ -434,7 +434,10 @@ impl Db {
         // the connection before every batch.
         // Its commits leave the log's pages to the checkpointer (`checkpoints`), on a thread
         // of its own: a checkpoint copies the log into the database file and flushes it, which in
-        // the commit that crosses SQLite's threshold held the writer for ten times a commit.
+        // the commit that crosses SQLite's threshold held the writer for ten times a commit. A
+        // batch's multi-row statements touch pages all over the books' indexes, more than
+        // SQLite's default 2 MiB cache holds; each statement's journal (undoing it alone) stays
+        // in memory instead of spilling to a temporary file past 64 KiB.
         let grouped = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
