@@ -69,7 +69,7 @@ impl Default for FileSettings {
 
 /// The resolved configuration of one server process.
 /// Bot scans run at once unless `TRADEHOST_SCAN_PARALLELISM` says otherwise.
-pub const DEFAULT_SCAN_PARALLELISM: usize = 64;
+pub const DEFAULT_SCAN_PARALLELISM: usize = 256;
 
 #[derive(Clone)]
 pub struct AppConfig {
@@ -455,6 +455,7 @@ impl AppConfig {
                 memory_bytes: (plugin_memory_mb << 20) as usize,
                 fuel: plugin_fuel,
                 deadline: Duration::from_millis(plugin_timeout_ms),
+                ..crate::plugins::Limits::default()
             },
             plugin_allow_private_network: flag("TRADEHOST_PLUGIN_ALLOW_PRIVATE_NETWORK")?,
             notify_allow_private_network: flag("TRADEHOST_NOTIFY_ALLOW_PRIVATE_NETWORK")?,

@@ -714,6 +714,41 @@ fn an_infinite_loop_hits_the_deadline() {
 }
 
 #[test]
+fn a_call_waits_for_an_instance_slot_instead_of_failing() {
+    // Two slots, both held by loops until their deadline.
+    let registry = registry_with(Limits {
+        fuel: u64::MAX / 4,
+        deadline: Duration::from_millis(400),
+        instances: 2,
+        ..Limits::default()
+    });
+    load_guest(&registry, "guest-spin").unwrap();
+    let spin = scan(market(&registry, &["BTC-USD"], "1m", 10));
+    let ctx = scan(market(&registry, &["BTC-USD"], "1m", 50));
+    std::thread::scope(|scope| {
+        let spinners: Vec<_> = (0..2)
+            .map(|_| scope.spawn(|| evaluate(&registry, "guest-spin", &spin)))
+            .collect();
+        std::thread::sleep(Duration::from_millis(100));
+        let started = Instant::now();
+        let evaluation = evaluate(&registry, "ema-cross", &ctx);
+        let waited = started.elapsed();
+        assert!(
+            evaluation.is_ok(),
+            "a call with every slot taken: {evaluation:?}"
+        );
+        assert!(
+            waited >= Duration::from_millis(200),
+            "the call ran after {waited:?}, before a slot was free"
+        );
+        for spinner in spinners {
+            let err = spinner.join().unwrap().unwrap_err();
+            assert!(matches!(err, PluginError::Deadline { .. }), "{err:?}");
+        }
+    });
+}
+
+#[test]
 fn an_instruction_budget_stops_a_loop_before_the_clock_does() {
     let registry = registry_with(Limits {
         fuel: 50_000_000,

@@ -16,8 +16,10 @@ use super::{BotStatus, Cell, IDLE, MAX_RETRIES, lock, publish_status};
 use crate::App;
 use crate::plugins::PluginKind;
 use crate::plugins::bindings::types::BrokerError;
+use crate::store::bots::BotRow;
 use crate::store::now_ms;
-use crate::store::{bots, bots::BotRow, snapshots, snapshots::Snapshot};
+use crate::store::snapshots::Snapshot;
+use crate::store::writer::{Job, ScanProgress};
 
 /// How often a bot's scan progress (sequence, strategy state) is written while nothing else changes.
 const PROGRESS_EVERY_MS: i64 = 10_000;
@@ -91,24 +93,24 @@ pub async fn tick(app: &App, due: Vec<Arc<Cell>>) {
             }
         }
     }
-    if let Err(err) = write_batch(app, &snapshots, &bots).await {
+    if let Err(err) = write_batch(app, snapshots, bots).await {
         tracing::error!(error = %err, "writing the tick's snapshots failed");
     }
 }
 
-async fn write_batch(app: &App, snapshots: &[Snapshot], bots: &[BotRow]) -> sqlx::Result<()> {
+/// Writes what the tick's scans leave behind through the books' writer: on SQLite a second
+/// writer would hold the write lock while bookings wait.
+async fn write_batch(app: &App, snapshots: Vec<Snapshot>, bots: Vec<BotRow>) -> sqlx::Result<()> {
     if snapshots.is_empty() && bots.is_empty() {
         return Ok(());
     }
-    let now = now_ms();
-    let mut tx = app.db.begin().await?;
-    for snapshot in snapshots {
-        snapshots::insert_snapshot(&mut *tx, snapshot).await?;
-    }
-    for bot in bots {
-        bots::record_scan(&mut *tx, bot, now).await?;
-    }
-    tx.commit().await
+    app.db
+        .write(Job::ScanProgress(Box::new(ScanProgress {
+            snapshots,
+            bots,
+        })))
+        .await
+        .map(drop)
 }
 
 /// Traders loaded at the same time when a tick finds them not in memory.

@@ -33,6 +33,10 @@ pub struct Limits {
     /// Fuel units (about one per wasm instruction).
     pub fuel: u64,
     pub deadline: Duration,
+    /// Plugin instances that may exist at once (each call holds one while it runs). Slots are
+    /// reserved up front, so instantiating is a matter of reusing one (its memory zeroed in
+    /// place); a call that finds every slot taken waits for one.
+    pub instances: u32,
 }
 
 impl Default for Limits {
@@ -41,13 +45,11 @@ impl Default for Limits {
             memory_bytes: 64 << 20,
             fuel: 2_000_000_000,
             deadline: Duration::from_secs(2),
+            instances: 256,
         }
     }
 }
 
-/// Plugin instances that may exist at once (each call holds one while it runs). Slots are
-/// reserved up front, so instantiating is a matter of reusing one (its memory zeroed in place).
-const MAX_CONCURRENT_INSTANCES: u32 = 256;
 /// The low part of each pooled linear memory kept mapped between calls, its touched pages zeroed
 /// in place: a guest's stack, data and a scan's heap. Only slots in use recently hold pages (a
 /// slot is reused by the same plugin first), so this is not multiplied by every slot in practice.
@@ -113,6 +115,8 @@ pub struct PluginRuntime {
     /// Where broker plugins' stores live.
     storage: Arc<dyn PluginStorage>,
     scope_locks: ScopeLocks,
+    /// The pool's instance slots: a call takes one before its store exists.
+    slots: Slots,
     /// Outgoing HTTP: what it may reach, and its connection pool.
     http: egress::Client,
     /// Closed while a venue has asked a plugin's calls to wait.
@@ -129,10 +133,10 @@ impl PluginRuntime {
         config.epoch_interruption(true);
         config.max_wasm_stack(1 << 20);
         let mut pool = PoolingAllocationConfig::default();
-        pool.total_component_instances(MAX_CONCURRENT_INSTANCES)
-            .total_core_instances(MAX_CONCURRENT_INSTANCES * 4)
-            .total_memories(MAX_CONCURRENT_INSTANCES * 2)
-            .total_tables(MAX_CONCURRENT_INSTANCES * 4)
+        pool.total_component_instances(limits.instances)
+            .total_core_instances(limits.instances * 4)
+            .total_memories(limits.instances * 2)
+            .total_tables(limits.instances * 4)
             .max_memory_size(limits.memory_bytes)
             // A call's memory is reset by writing zeros over the pages it touched instead of
             // handing them back to the kernel: `madvise` on every call flushed the TLB of every
@@ -191,6 +195,7 @@ impl PluginRuntime {
             ticker_stop,
             storage: Arc::new(MemoryStorage::default()),
             scope_locks: ScopeLocks::default(),
+            slots: Slots::new(limits.instances),
             http: egress::Client::new(Egress::default()),
             rate_gate: RateGate::default(),
         })
@@ -332,6 +337,7 @@ impl PluginRuntime {
         pre: &P,
         call: impl FnOnce(&mut Store<PluginState>, &P) -> wasmtime::Result<T>,
     ) -> Result<T, PluginError> {
+        let _slot = self.slots.take();
         let mut store = self.store(target, None, false);
         call(&mut store, pre).map_err(|err| self.classify(target, &store, err))
     }
@@ -346,6 +352,7 @@ impl PluginRuntime {
         call: impl FnOnce(&mut Store<PluginState>, &P) -> wasmtime::Result<T>,
     ) -> Result<T, PluginError> {
         let _serialised = self.scope_locks.lock(&target.name, scope);
+        let _slot = self.slots.take();
         let mut store = self.store(target, Some(scope), false);
         call(&mut store, pre).map_err(|err| self.classify(target, &store, err))
     }
@@ -362,6 +369,7 @@ impl PluginRuntime {
         call: impl FnOnce(&mut Store<PluginState>, &P) -> wasmtime::Result<T>,
     ) -> (Result<T, PluginError>, HeldWrites) {
         let serialised = self.scope_locks.lock(&target.name, scope);
+        let _slot = self.slots.take();
         let mut store = self.store(target, Some(scope), true);
         let result = call(&mut store, pre).map_err(|err| self.classify(target, &store, err));
         let held = store
@@ -399,6 +407,52 @@ impl PluginRuntime {
                 detail: format!("{err:#}"),
             },
         }
+    }
+}
+
+/// A count of free instance slots. Without it, a call made while every slot is in use would fail
+/// to instantiate (and a scan would record its venue's answer as unknown) instead of waiting.
+struct Slots {
+    free: std::sync::Mutex<u32>,
+    freed: std::sync::Condvar,
+}
+
+struct Slot<'a>(&'a Slots);
+
+impl Slots {
+    fn new(count: u32) -> Self {
+        Self {
+            free: std::sync::Mutex::new(count),
+            freed: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Waits for a free slot (calls run on blocking threads, never on the async workers).
+    fn take(&self) -> Slot<'_> {
+        let mut free = self
+            .free
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        while *free == 0 {
+            free = self
+                .freed
+                .wait(free)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        *free -= 1;
+        Slot(self)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut free = self
+            .0
+            .free
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *free += 1;
+        self.0.freed.notify_one();
     }
 }
 

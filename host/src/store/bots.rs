@@ -1,6 +1,7 @@
 //! The bot of each user: what it trades and where, its status and scan progress.
 
 use super::Executes;
+use super::statements::{Statements, statement};
 use sqlx::FromRow;
 
 #[derive(Debug, Clone, FromRow)]
@@ -76,21 +77,27 @@ pub async fn upsert_bot<'e>(exec: impl Executes<'e>, bot: &BotRow, now: i64) -> 
 
 /// Records a scan's progress without touching the status (which is written under the user's
 /// lock as it changes).
-pub async fn record_scan<'e>(exec: impl Executes<'e>, bot: &BotRow, now: i64) -> sqlx::Result<()> {
-    on!(exec, |c| {
-        sqlx::query(
-            "UPDATE bots SET last_scan_at = $2, scan_seq = $3, strategy_state = $4, updated_at = $5 WHERE user_id = $1",
-        )
-        .bind(&bot.user_id)
-        .bind(bot.last_scan_at)
-        .bind(bot.scan_seq)
-        .bind(&bot.strategy_state)
-        .bind(now)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(())
+/// Records bots' scan progress (the last scan, its sequence number, the strategy's state) in
+/// one statement.
+pub fn push_scans(statements: &mut Statements, bots: &[&BotRow], now: i64) {
+    if bots.is_empty() {
+        return;
+    }
+    statement!(statements, |query| {
+        // VALUES columns are column1, column2, … on both backends.
+        query.push(
+            "UPDATE bots SET last_scan_at = v.column2, scan_seq = v.column3, strategy_state = v.column4, \
+             updated_at = v.column5 FROM (",
+        );
+        query.push_values(bots, |mut row, bot| {
+            row.push_bind(bot.user_id.clone())
+                .push_bind(bot.last_scan_at)
+                .push_bind(bot.scan_seq)
+                .push_bind(bot.strategy_state.clone())
+                .push_bind(now);
+        });
+        query.push(") AS v WHERE bots.user_id = v.column1");
+    })
 }
 
 pub async fn count_bots_by_status<'e>(exec: impl Executes<'e>, status: &str) -> sqlx::Result<i64> {

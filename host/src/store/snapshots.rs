@@ -1,6 +1,7 @@
 //! Equity snapshots: the account's equity, cash and unrealized P&L over time.
 
 use super::Executes;
+use super::statements::{Statements, statement};
 use rust_decimal::Decimal;
 
 use super::StoredDecimal;
@@ -14,22 +15,23 @@ pub struct Snapshot {
     pub unrealized_pnl: Decimal,
 }
 
-pub async fn insert_snapshot<'e>(exec: impl Executes<'e>, s: &Snapshot) -> sqlx::Result<()> {
-    on!(exec, |c| {
-        sqlx::query(
-            "INSERT INTO equity_snapshots (user_id, at, equity, cash, unrealized_pnl) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (user_id, at) DO NOTHING",
-        )
-        .bind(&s.user_id)
-        .bind(s.at)
-        .bind(StoredDecimal(s.equity))
-        .bind(StoredDecimal(s.cash))
-        .bind(StoredDecimal(s.unrealized_pnl))
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(())
+/// Inserts equity snapshots in one statement; a second one of a user at the same instant is
+/// dropped.
+pub fn push_insert(statements: &mut Statements, snapshots: &[&Snapshot]) {
+    if snapshots.is_empty() {
+        return;
+    }
+    statement!(statements, |query| {
+        query.push("INSERT INTO equity_snapshots (user_id, at, equity, cash, unrealized_pnl) ");
+        query.push_values(snapshots, |mut row, s| {
+            row.push_bind(s.user_id.clone())
+                .push_bind(s.at)
+                .push_bind(StoredDecimal(s.equity))
+                .push_bind(StoredDecimal(s.cash))
+                .push_bind(StoredDecimal(s.unrealized_pnl));
+        });
+        query.push(" ON CONFLICT (user_id, at) DO NOTHING");
+    })
 }
 
 /// Equity at or after `since`, oldest first, as (time, equity): every snapshot, or with a
@@ -84,16 +86,19 @@ mod tests {
             created_at: 0,
         };
         users::insert(&db.pool, &user).await.unwrap();
-        for minute in 0..180i64 {
-            let snapshot = Snapshot {
+        let snapshots: Vec<Snapshot> = (0..180i64)
+            .map(|minute| Snapshot {
                 user_id: "u1".into(),
                 at: minute * 60_000,
                 equity: Decimal::from(1000 + minute),
                 cash: Decimal::ZERO,
                 unrealized_pnl: Decimal::ZERO,
-            };
-            insert_snapshot(&db.pool, &snapshot).await.unwrap();
-        }
+            })
+            .collect();
+        let snapshots: Vec<&Snapshot> = snapshots.iter().collect();
+        Statements::once(&db.pool, |statements| push_insert(statements, &snapshots))
+            .await
+            .unwrap();
         let all = equity_since(&db.pool, "u1", 0, None).await.unwrap();
         assert_eq!(all.len(), 180);
         let hourly = equity_since(&db.pool, "u1", 0, Some(3_600_000))

@@ -24,10 +24,12 @@ use sqlx::{Connection, Postgres, Sqlite};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::accounts::{self, AccountChange};
+use super::bots::{self, BotRow};
 use super::durability::GroupSync;
 use super::notifications::{self, EventRow};
 use super::orders::{self, FillRow, OrderChange, OrderRow};
 use super::plugin_store::{self, Change};
+use super::snapshots::{self, Snapshot};
 use super::statements::Statements;
 use super::{Conn, MAX_ROWS, Pool, ledger, now_ms, positions, reconciliation, signals, trades};
 use crate::engine::accounting::{CompletedTrade, LedgerEntry, Position};
@@ -49,6 +51,17 @@ pub enum Job {
     Closing(Box<Position>),
     /// Changes of plugin stores.
     PluginStore(Vec<Change>),
+    /// What a scheduler tick's scans leave behind: equity snapshots and bots' scan progress.
+    /// Written here rather than on a connection of its own, which on SQLite would hold the
+    /// write lock (and a flush) while the books wait.
+    ScanProgress(Box<ScanProgress>),
+}
+
+/// Equity snapshots and bots' progress of one tick, for several users.
+#[derive(Debug, Default)]
+pub struct ScanProgress {
+    pub snapshots: Vec<Snapshot>,
+    pub bots: Vec<BotRow>,
 }
 
 /// An order to write before it is sent.
@@ -375,6 +388,24 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
     for chunk in store_changes.chunks(MAX_ROWS) {
         plugin_store::apply(&mut statements, chunk, now);
     }
+    let progress: Vec<&ScanProgress> = jobs
+        .iter()
+        .filter_map(|job| match job {
+            Job::ScanProgress(progress) => Some(&**progress),
+            _ => None,
+        })
+        .collect();
+    let equity: Vec<&Snapshot> = progress.iter().flat_map(|p| &p.snapshots).collect();
+    for chunk in equity.chunks(MAX_ROWS) {
+        snapshots::push_insert(&mut statements, chunk);
+    }
+    // A bot's last progress counts (ticks follow one another, so two in one batch are rare).
+    let scanned = last_of_each(progress.iter().flat_map(|p| &p.bots), |bot| {
+        bot.user_id.as_str()
+    });
+    for chunk in scanned.chunks(MAX_ROWS) {
+        bots::push_scans(&mut statements, chunk, now);
+    }
     // The only rows returned: the client ids of the orders written.
     let written: HashSet<String> = statements.run(&mut tx).await?.into_iter().collect();
     tx.commit().await?;
@@ -505,6 +536,65 @@ mod tests {
             .fetch_one(crate::store::testing::sqlite_pool(db))
             .await
             .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_ticks_progress_writes_each_bots_last_scan_and_the_equity_snapshots() {
+        let (db, _dir) = sqlite().await;
+        let bot = |user_id: &str, seq: i64| BotRow {
+            user_id: user_id.into(),
+            id: format!("bot-{user_id}"),
+            status: "running".into(),
+            broker: "paper".into(),
+            paper_trading: 1,
+            risk_profile: "moderate".into(),
+            strategy: "ema-cross".into(),
+            symbols: r#"["BTC-USD"]"#.into(),
+            started_at: Some(1),
+            last_scan_at: Some(seq * 10),
+            scan_seq: seq,
+            strategy_state: format!("state-{seq}"),
+            last_error: None,
+        };
+        for user_id in ["u1", "u2"] {
+            user(&db.pool, user_id).await;
+            bots::upsert_bot(&db.pool, &bot(user_id, 0), 1)
+                .await
+                .unwrap();
+        }
+        let snapshot = |user_id: &str| Snapshot {
+            user_id: user_id.into(),
+            at: 5,
+            equity: Decimal::TEN,
+            cash: Decimal::TEN,
+            unrealized_pnl: Decimal::ZERO,
+        };
+        let progress = ScanProgress {
+            snapshots: vec![snapshot("u1"), snapshot("u2"), snapshot("u1")],
+            bots: vec![bot("u1", 1), bot("u2", 3), bot("u1", 2)],
+        };
+        db.write(Job::ScanProgress(Box::new(progress)))
+            .await
+            .unwrap();
+
+        let bots: Vec<(String, i64, Option<i64>, String, String)> = sqlx::query_as(
+            "SELECT user_id, scan_seq, last_scan_at, strategy_state, status FROM bots ORDER BY user_id",
+        )
+        .fetch_all(crate::store::testing::sqlite_pool(&db))
+        .await
+        .unwrap();
+        let row = |user_id: &str, seq: i64| {
+            let state = format!("state-{seq}");
+            (
+                user_id.to_string(),
+                seq,
+                Some(seq * 10),
+                state,
+                "running".to_string(),
+            )
+        };
+        assert_eq!(bots, [row("u1", 2), row("u2", 3)]);
+        assert_eq!(count(&db, "SELECT COUNT(*) FROM equity_snapshots").await, 2);
     }
 
     #[tokio::test]
