@@ -379,6 +379,38 @@ pub struct DatedValue {
     pub drawdown_pct: Option<f64>,
 }
 
+impl DatedValue {
+    fn empty(date: impl ToString) -> Self {
+        Self {
+            date: date.to_string(),
+            pnl: None,
+            equity: None,
+            drawdown_pct: None,
+        }
+    }
+
+    fn pnl(date: impl ToString, pnl: f64) -> Self {
+        Self {
+            pnl: Some(metrics::finite(pnl)),
+            ..Self::empty(date)
+        }
+    }
+
+    fn equity(date: impl ToString, equity: f64) -> Self {
+        Self {
+            equity: Some(metrics::finite(equity)),
+            ..Self::empty(date)
+        }
+    }
+
+    fn drawdown_pct(date: impl ToString, pct: f64) -> Self {
+        Self {
+            drawdown_pct: Some(metrics::finite(pct)),
+            ..Self::empty(date)
+        }
+    }
+}
+
 #[derive(utoipa::ToSchema, Debug, Serialize)]
 pub struct Performance {
     pub period: &'static str,
@@ -458,30 +490,15 @@ pub async fn performance(app: &App, user: &Principal, period: Period) -> ApiResu
         period: period.as_str(),
         daily_pnl: metrics::daily_pnl(&closed)
             .into_iter()
-            .map(|(date, pnl)| DatedValue {
-                date: date.to_string(),
-                pnl: Some(metrics::finite(pnl)),
-                equity: None,
-                drawdown_pct: None,
-            })
+            .map(|(date, pnl)| DatedValue::pnl(date, pnl))
             .collect(),
         equity_curve: metrics::daily_close(&equity)
             .into_iter()
-            .map(|(date, equity)| DatedValue {
-                date: date.to_string(),
-                pnl: None,
-                equity: Some(metrics::finite(equity)),
-                drawdown_pct: None,
-            })
+            .map(|(date, equity)| DatedValue::equity(date, equity))
             .collect(),
         drawdown_curve: metrics::daily_drawdown(&equity)
             .into_iter()
-            .map(|(date, pct)| DatedValue {
-                date: date.to_string(),
-                pnl: None,
-                equity: None,
-                drawdown_pct: Some(metrics::finite(pct)),
-            })
+            .map(|(date, pct)| DatedValue::drawdown_pct(date, pct))
             .collect(),
         metrics,
     })

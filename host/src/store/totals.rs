@@ -22,14 +22,35 @@ const COLUMNS: &str = "trades, winners, losers, net_pnl, profit, loss, fees, vol
      worst_trade, streak, streak_started_at, longest_win_streak, longest_loss_streak, hold_ms, \
      first_closed_at, last_closed_at";
 
+/// Counts and sums of trades as a statement gives them: an account's running totals, or what the
+/// database adds up over a period (`trades::sums_since`).
 #[derive(FromRow)]
-struct TotalsRow {
+pub(super) struct SumsRow {
     trades: i64,
     winners: i64,
     losers: i64,
     net_pnl: StoredDecimal,
     profit: StoredDecimal,
     loss: StoredDecimal,
+}
+
+impl SumsRow {
+    pub(super) fn into_sums(self) -> Sums {
+        Sums {
+            trades: self.trades.max(0) as u64,
+            winners: self.winners.max(0) as u64,
+            losers: self.losers.max(0) as u64,
+            net_pnl: self.net_pnl.0,
+            profit: self.profit.0,
+            loss: self.loss.0,
+        }
+    }
+}
+
+#[derive(FromRow)]
+struct TotalsRow {
+    #[sqlx(flatten)]
+    sums: SumsRow,
     fees: StoredDecimal,
     volume: StoredDecimal,
     best_trade: Option<StoredDecimal>,
@@ -46,14 +67,7 @@ struct TotalsRow {
 impl TotalsRow {
     fn into_totals(self) -> sqlx::Result<AccountTotals> {
         Ok(AccountTotals {
-            sums: Sums {
-                trades: self.trades.max(0) as u64,
-                winners: self.winners.max(0) as u64,
-                losers: self.losers.max(0) as u64,
-                net_pnl: self.net_pnl.0,
-                profit: self.profit.0,
-                loss: self.loss.0,
-            },
+            sums: self.sums.into_sums(),
             fees: self.fees.0,
             volume: self.volume.0,
             best_trade: StoredDecimal::opt(self.best_trade),

@@ -3,9 +3,8 @@
 
 use sqlx::{Database, FromRow};
 
-use rust_decimal::Decimal;
-
 use super::statements::{Statements, statement};
+use super::totals::SumsRow;
 use super::{Conn, Db, Executes, Filter, Owned, StoredDecimal, limit_clause};
 use crate::engine::accounting::{CompletedTrade, Side};
 use crate::engine::totals::Sums;
@@ -200,19 +199,6 @@ pub async fn trades_between<'e>(
     rows.into_iter().map(TradeRow::into_trade).collect()
 }
 
-#[derive(FromRow)]
-struct SumsRow {
-    trades: i64,
-    winners: i64,
-    losers: i64,
-    #[sqlx(try_from = "StoredDecimal")]
-    net_pnl: Decimal,
-    #[sqlx(try_from = "StoredDecimal")]
-    profit: Decimal,
-    #[sqlx(try_from = "StoredDecimal")]
-    loss: Decimal,
-}
-
 /// The counts and sums of the account's trades closed at or after `since`, added up by the
 /// database over the account's index range (no trade row leaves it).
 pub async fn sums_since<'e>(
@@ -233,12 +219,5 @@ pub async fn sums_since<'e>(
         .fetch_one(c)
         .await
     })?;
-    Ok(Sums {
-        trades: row.trades.max(0) as u64,
-        winners: row.winners.max(0) as u64,
-        losers: row.losers.max(0) as u64,
-        net_pnl: row.net_pnl,
-        profit: row.profit,
-        loss: row.loss,
-    })
+    Ok(row.into_sums())
 }
