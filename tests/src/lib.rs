@@ -629,6 +629,27 @@ impl Server {
         }
     }
 
+    /// Sets a plugin's configuration as the admin.
+    pub async fn configure_plugin(&self, admin: &str, plugin: &str, config: Value) {
+        self.put(
+            &format!("/api/v1/admin/plugins/{plugin}/config"),
+            Some(admin),
+            json!({ "config": config }),
+        )
+        .await
+        .expect(200);
+    }
+
+    /// Keeps `ema-cross`, the default strategy, from ever signalling whatever the simulated
+    /// market does: its slow average needs more candles than the 200 a scan reads. Tests that
+    /// trade by webhook or by hand use it so that no trade of the strategy's own comes between.
+    /// (On hourly candles alone, a recent crossover opened positions during some hours of the
+    /// day; on minute candles, one in the first scan's lookback did.)
+    pub async fn quiet_default_strategy(&self, admin: &str) {
+        let quiet = json!({"interval": "1h", "fast_period": "2", "slow_period": "500"});
+        self.configure_plugin(admin, "ema-cross", quiet).await;
+    }
+
     /// Creates an admin through the CLI (the only way there is) and returns their access token.
     pub async fn admin_token(&self) -> String {
         let address = email("ops");

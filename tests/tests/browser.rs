@@ -205,6 +205,9 @@ async fn a_new_user_trades_through_the_web_app() {
         .env("JWT_EXPIRATION_HOURS", "0.003")
         .start()
         .await;
+    // The script's only trade is the one its webhook signal opens.
+    let admin = server.admin_token().await;
+    server.quiet_default_strategy(&admin).await;
     let artifacts = repo_root().join("target/browser-artifacts/app");
     run_script(
         script,

@@ -29,23 +29,8 @@ async fn execution_server(extra: &[(&str, &str)]) -> (Server, String) {
     let admin = server.admin_token().await;
     server.install_plugin(&admin, CHURN.0, CHURN.1).await;
     server.install_plugin(&admin, FAULTY.0, FAULTY.1).await;
-    // The bots these tests start on `ema-cross` must stay quiet whatever the simulated market
-    // does: its slow average needs more candles than the 200 a scan reads, so it never signals.
-    // (On hourly candles alone, a recent crossover opened positions during some hours of the day.)
-    let quiet = json!({"interval": "1h", "fast_period": "2", "slow_period": "500"});
-    configure(&server, &admin, "ema-cross", quiet).await;
+    server.quiet_default_strategy(&admin).await;
     (server, admin)
-}
-
-async fn configure(server: &Server, admin: &str, plugin: &str, config: Value) {
-    server
-        .put(
-            &format!("/api/v1/admin/plugins/{plugin}/config"),
-            Some(admin),
-            json!({ "config": config }),
-        )
-        .await
-        .expect(200);
 }
 
 async fn connect(server: &Server, token: &str, broker: &str) {
@@ -118,13 +103,13 @@ async fn stop_and_compare(
 #[tokio::test]
 async fn orders_filling_in_parts_over_several_scans_book_exactly_what_filled() {
     let (server, admin) = execution_server(&[]).await;
-    configure(
-        &server,
-        &admin,
-        "paper",
-        json!({"fill_parts": "3", "fill_delay_ms": "250", "speed": "60"}),
-    )
-    .await;
+    server
+        .configure_plugin(
+            &admin,
+            "paper",
+            json!({"fill_parts": "3", "fill_delay_ms": "250", "speed": "60"}),
+        )
+        .await;
     let (user_id, token) = server.user(&email("parts")).await;
     server.connect_paper(&token).await;
     start_churn(&server, &token, "paper").await;
@@ -208,13 +193,13 @@ async fn orders_filling_in_parts_over_several_scans_book_exactly_what_filled() {
 /// then compares the books with the venue. Returns (user id, token).
 async fn churn_through_fault(fault: &str, trades: i64) -> (Server, String, String) {
     let (server, admin) = execution_server(&[]).await;
-    configure(
-        &server,
-        &admin,
-        FAULTY_BROKER,
-        json!({"fault": fault, "fill_parts": "2", "fill_delay_ms": "200"}),
-    )
-    .await;
+    server
+        .configure_plugin(
+            &admin,
+            FAULTY_BROKER,
+            json!({"fault": fault, "fill_parts": "2", "fill_delay_ms": "200"}),
+        )
+        .await;
     let (user_id, token) = server.user(&email("faults")).await;
     connect(&server, &token, FAULTY_BROKER).await;
     start_churn(&server, &token, FAULTY_BROKER).await;
@@ -268,7 +253,9 @@ async fn fills_of_orders_the_venue_forgot_are_found_among_its_fills() {
 #[tokio::test]
 async fn rejected_orders_change_nothing_and_the_bot_trades_on() {
     let (server, admin) = execution_server(&[]).await;
-    configure(&server, &admin, FAULTY_BROKER, json!({"fault": "reject"})).await;
+    server
+        .configure_plugin(&admin, FAULTY_BROKER, json!({"fault": "reject"}))
+        .await;
     let (user_id, token) = server.user(&email("rejects")).await;
     connect(&server, &token, FAULTY_BROKER).await;
     start_churn(&server, &token, FAULTY_BROKER).await;
@@ -303,7 +290,9 @@ async fn rejected_orders_change_nothing_and_the_bot_trades_on() {
 async fn a_server_killed_between_sending_an_order_and_booking_it_books_it_once() {
     let (mut server, admin) = execution_server(&[("TRADEHOST_PLUGIN_TIMEOUT_MS", "20000")]).await;
     // The venue accepts and fills each order, then holds its answer back for 4 s.
-    configure(&server, &admin, FAULTY_BROKER, json!({"stall_ms": "4000"})).await;
+    server
+        .configure_plugin(&admin, FAULTY_BROKER, json!({"stall_ms": "4000"}))
+        .await;
     let address = email("killed");
     let (user_id, token) = server.user(&address).await;
     connect(&server, &token, FAULTY_BROKER).await;
@@ -331,7 +320,9 @@ async fn a_server_killed_between_sending_an_order_and_booking_it_books_it_once()
     server.kill();
     server.restart().await;
     // Reconciliation learns the order from the venue; it is not sent again.
-    configure(&server, &admin, FAULTY_BROKER, json!({"stall_ms": "0"})).await;
+    server
+        .configure_plugin(&admin, FAULTY_BROKER, json!({"stall_ms": "0"}))
+        .await;
     let token = server.login(&address, PASSWORD).await["access_token"]
         .as_str()
         .unwrap()
@@ -398,13 +389,13 @@ async fn user_with_position(server: &Server, broker: &str, tag: &str) -> (String
 #[tokio::test]
 async fn a_close_the_venue_rejects_is_retried_until_the_position_is_closed() {
     let (server, admin) = execution_server(&[]).await;
-    configure(
-        &server,
-        &admin,
-        FAULTY_BROKER,
-        json!({"fault": "reject_first_close"}),
-    )
-    .await;
+    server
+        .configure_plugin(
+            &admin,
+            FAULTY_BROKER,
+            json!({"fault": "reject_first_close"}),
+        )
+        .await;
     let (user_id, token, position_id) = user_with_position(&server, FAULTY_BROKER, "closer").await;
     // The first attempt is rejected: the answer says so, never "closed".
     let refused = server
@@ -464,13 +455,9 @@ async fn the_kill_switch_closes_every_position_past_a_failing_broker() {
     let (faulty_user, faulty_token, faulty_position) =
         user_with_position(&server, FAULTY_BROKER, "failing").await;
     // The second user's exchange now refuses every close.
-    configure(
-        &server,
-        &admin,
-        FAULTY_BROKER,
-        json!({"fault": "reject_closes"}),
-    )
-    .await;
+    server
+        .configure_plugin(&admin, FAULTY_BROKER, json!({"fault": "reject_closes"}))
+        .await;
     let activated = server
         .post(
             "/api/v1/admin/kill-switch",
@@ -499,7 +486,9 @@ async fn the_kill_switch_closes_every_position_past_a_failing_broker() {
     assert_eq!(position.data()["status"], "closing");
     assert_eq!(position.data()["close"]["reason"], "kill_switch");
     // Once the exchange takes closes again, the retries close it (the bots stay stopped).
-    configure(&server, &admin, FAULTY_BROKER, json!({"fault": "none"})).await;
+    server
+        .configure_plugin(&admin, FAULTY_BROKER, json!({"fault": "none"}))
+        .await;
     server
         .wait_for(&faulty_token, "/api/v1/account/positions", 30, |d| {
             d["positions"].as_array().is_some_and(|p| p.is_empty())
