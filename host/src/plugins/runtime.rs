@@ -284,15 +284,17 @@ impl PluginRuntime {
         legacy.map_err(|_| check(err))
     }
 
-    /// A fresh store for one call, with the limits armed; `scope` gives the call the store of
-    /// that user (broker calls made on a user's behalf), `hold_writes` holds its writes back
-    /// for the caller ([`PluginRuntime::call_holding_writes`]).
+    /// A fresh store for one call, with the limits armed, holding one of the pool's instance
+    /// slots until it is dropped (waiting for one if every slot is taken); `scope` gives the call
+    /// the store of that user (broker calls made on a user's behalf), `hold_writes` holds its
+    /// writes back for the caller ([`PluginRuntime::call_holding_writes`]).
     pub fn store(
         &self,
         target: &CallTarget,
         scope: Option<&str>,
         hold_writes: bool,
-    ) -> Store<PluginState> {
+    ) -> CallStore<'_> {
+        let slot = self.slots.take();
         let access = scope.map(|scope| {
             StoreAccess::new(
                 self.storage.clone(),
@@ -327,7 +329,7 @@ impl PluginRuntime {
                 Err(Trap::Interrupt.into())
             }
         });
-        store
+        CallStore { store, _slot: slot }
     }
 
     /// Runs `call` in a fresh store and turns any failure into a typed [`PluginError`].
@@ -337,9 +339,9 @@ impl PluginRuntime {
         pre: &P,
         call: impl FnOnce(&mut Store<PluginState>, &P) -> wasmtime::Result<T>,
     ) -> Result<T, PluginError> {
-        let _slot = self.slots.take();
-        let mut store = self.store(target, None, false);
-        call(&mut store, pre).map_err(|err| self.classify(target, &store, err))
+        let mut call_store = self.store(target, None, false);
+        let store = &mut call_store.store;
+        call(store, pre).map_err(|err| self.classify(target, store, err))
     }
 
     /// As [`PluginRuntime::call`], on behalf of user `scope`: the call reaches that user's store
@@ -352,9 +354,9 @@ impl PluginRuntime {
         call: impl FnOnce(&mut Store<PluginState>, &P) -> wasmtime::Result<T>,
     ) -> Result<T, PluginError> {
         let _serialised = self.scope_locks.lock(&target.name, scope);
-        let _slot = self.slots.take();
-        let mut store = self.store(target, Some(scope), false);
-        call(&mut store, pre).map_err(|err| self.classify(target, &store, err))
+        let mut call_store = self.store(target, Some(scope), false);
+        let store = &mut call_store.store;
+        call(store, pre).map_err(|err| self.classify(target, store, err))
     }
 
     /// As [`PluginRuntime::call_for`], with the call's store writes held back: they come with
@@ -369,9 +371,9 @@ impl PluginRuntime {
         call: impl FnOnce(&mut Store<PluginState>, &P) -> wasmtime::Result<T>,
     ) -> (Result<T, PluginError>, HeldWrites) {
         let serialised = self.scope_locks.lock(&target.name, scope);
-        let _slot = self.slots.take();
-        let mut store = self.store(target, Some(scope), true);
-        let result = call(&mut store, pre).map_err(|err| self.classify(target, &store, err));
+        let mut call_store = self.store(target, Some(scope), true);
+        let store = &mut call_store.store;
+        let result = call(store, pre).map_err(|err| self.classify(target, store, err));
         let held = store
             .data_mut()
             .held_writes(serialised)
@@ -408,6 +410,13 @@ impl PluginRuntime {
             },
         }
     }
+}
+
+/// A call's store and the instance slot it holds: the store (and any instance in it) is dropped
+/// before the slot is given back.
+pub struct CallStore<'a> {
+    pub store: Store<PluginState>,
+    _slot: Slot<'a>,
 }
 
 /// A count of free instance slots. Without it, a call made while every slot is in use would fail
