@@ -19,6 +19,7 @@ use crate::notices::{self, AlarmNotice, Kind};
 use crate::plugins::PluginKind;
 use crate::plugins::bindings::types::{self as wire, AlarmLevel, KpiSnapshot};
 use crate::plugins::off_thread as blocking;
+use crate::store::writer::{Job, RaisedAlarm};
 use crate::store::{alarms, alarms::AlarmRow};
 use crate::store::{iso8601, new_id};
 
@@ -101,10 +102,9 @@ fn level_name(level: AlarmLevel) -> &'static str {
     }
 }
 
-/// Saves a raised alarm and records its notice, in one transaction.
+/// Saves a raised alarm and records its notice, in one transaction of the books' writer (when a
+/// market moves, alarms rise for many users at once while their bookings are written).
 async fn save_raised(app: &App, user_id: &str, row: &AlarmRow) -> sqlx::Result<()> {
-    let mut tx = app.db.begin().await?;
-    alarms::insert_alarm(&mut *tx, user_id, row).await?;
     let notice = AlarmNotice {
         alarm_id: &row.id,
         alarm_type: &row.alarm_type,
@@ -115,8 +115,12 @@ async fn save_raised(app: &App, user_id: &str, row: &AlarmRow) -> sqlx::Result<(
         recommended_action: &row.recommended_action,
         timestamp: iso8601(row.raised_at),
     };
-    notices::record(&mut *tx, Some(user_id), Kind::Alarm, &notice, row.raised_at).await?;
-    tx.commit().await?;
+    let raised = RaisedAlarm {
+        user_id: user_id.to_string(),
+        alarm: row.clone(),
+        event: notices::event(Some(user_id), Kind::Alarm, &notice, row.raised_at),
+    };
+    app.db.write(Job::Alarm(Box::new(raised))).await?;
     app.notifier.wake();
     Ok(())
 }

@@ -47,6 +47,7 @@ use crate::events::Channel;
 use crate::notices;
 use crate::plugins::bindings::broker::Credentials;
 use crate::store::bots;
+use crate::store::writer::Job;
 use crate::store::{iso8601, now_ms};
 pub use control::*;
 pub use scheduler::run;
@@ -238,9 +239,11 @@ pub(crate) fn publish_status(app: &App, trader: &Trader, message: &str) {
     );
 }
 
+/// Saves the bot's row through the books' writer: on SQLite a write beside it would hold the
+/// write lock while bookings wait, and a start or a restart changes thousands of bots at once.
 async fn persist(app: &App, trader: &mut Trader) -> ApiResult<()> {
     let now = now_ms();
-    bots::upsert_bot(&app.db.pool, &trader.bot, now).await?;
+    app.db.write(Job::Bot(Box::new(trader.bot.clone()))).await?;
     trader.last_persisted_at = now;
     Ok(())
 }

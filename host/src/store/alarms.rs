@@ -1,6 +1,7 @@
 //! Risk alarms raised for a user and whether they are still active.
 
 use super::Executes;
+use super::statements::{Statements, statement};
 use sqlx::FromRow;
 
 #[derive(Debug, Clone, FromRow)]
@@ -17,32 +18,30 @@ pub struct AlarmRow {
     pub cleared_at: Option<i64>,
 }
 
-pub async fn insert_alarm<'e>(
-    exec: impl Executes<'e>,
-    user_id: &str,
-    a: &AlarmRow,
-) -> sqlx::Result<()> {
-    on!(exec, |c| {
-        sqlx::query(
+/// Inserts raised alarms, each with its user's id, in one statement.
+pub fn push_insert(statements: &mut Statements, raised: &[(&str, &AlarmRow)]) {
+    if raised.is_empty() {
+        return;
+    }
+    statement!(statements, |query| {
+        query.push(
             "INSERT INTO alarms (id, user_id, alarm_type, level, message, current_value, threshold_value, \
-             recommended_action, status, raised_at, cleared_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        )
-        .bind(&a.id)
-        .bind(user_id)
-        .bind(&a.alarm_type)
-        .bind(&a.level)
-        .bind(&a.message)
-        .bind(a.current_value)
-        .bind(a.threshold_value)
-        .bind(&a.recommended_action)
-        .bind(&a.status)
-        .bind(a.raised_at)
-        .bind(a.cleared_at)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(())
+             recommended_action, status, raised_at, cleared_at) ",
+        );
+        query.push_values(raised, |mut row, (user_id, a)| {
+            row.push_bind(a.id.clone())
+                .push_bind(user_id.to_string())
+                .push_bind(a.alarm_type.clone())
+                .push_bind(a.level.clone())
+                .push_bind(a.message.clone())
+                .push_bind(a.current_value)
+                .push_bind(a.threshold_value)
+                .push_bind(a.recommended_action.clone())
+                .push_bind(a.status.clone())
+                .push_bind(a.raised_at)
+                .push_bind(a.cleared_at);
+        });
+    })
 }
 
 pub async fn clear_alarm<'e>(exec: impl Executes<'e>, id: &str, now: i64) -> sqlx::Result<()> {

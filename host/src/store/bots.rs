@@ -75,10 +75,43 @@ pub async fn upsert_bot<'e>(exec: impl Executes<'e>, bot: &BotRow, now: i64) -> 
     Ok(())
 }
 
-/// Records a scan's progress without touching the status (which is written under the user's
-/// lock as it changes).
+/// Writes bots' whole rows (a status change with everything else the bot is) in one statement;
+/// one row per user.
+pub fn push_upserts(statements: &mut Statements, bots: &[&BotRow], now: i64) {
+    if bots.is_empty() {
+        return;
+    }
+    statement!(statements, |query| {
+        query.push(format!("INSERT INTO bots ({BOT_COLUMNS}, updated_at) "));
+        query.push_values(bots, |mut row, bot| {
+            row.push_bind(bot.user_id.clone())
+                .push_bind(bot.id.clone())
+                .push_bind(bot.status.clone())
+                .push_bind(bot.broker.clone())
+                .push_bind(bot.paper_trading)
+                .push_bind(bot.risk_profile.clone())
+                .push_bind(bot.strategy.clone())
+                .push_bind(bot.symbols.clone())
+                .push_bind(bot.started_at)
+                .push_bind(bot.last_scan_at)
+                .push_bind(bot.scan_seq)
+                .push_bind(bot.strategy_state.clone())
+                .push_bind(bot.last_error.clone())
+                .push_bind(now);
+        });
+        query.push(
+            " ON CONFLICT (user_id) DO UPDATE SET status = excluded.status, broker = excluded.broker, \
+             paper_trading = excluded.paper_trading, risk_profile = excluded.risk_profile, \
+             strategy = excluded.strategy, symbols = excluded.symbols, started_at = excluded.started_at, \
+             last_scan_at = excluded.last_scan_at, scan_seq = excluded.scan_seq, \
+             strategy_state = excluded.strategy_state, last_error = excluded.last_error, \
+             updated_at = excluded.updated_at",
+        );
+    })
+}
+
 /// Records bots' scan progress (the last scan, its sequence number, the strategy's state) in
-/// one statement.
+/// one statement, without touching the status (written under the user's lock as it changes).
 pub fn push_scans(statements: &mut Statements, bots: &[&BotRow], now: i64) {
     if bots.is_empty() {
         return;

@@ -24,6 +24,7 @@ use sqlx::{Connection, Postgres, Sqlite};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::accounts::{self, AccountChange};
+use super::alarms::{self, AlarmRow};
 use super::bots::{self, BotRow};
 use super::durability::GroupSync;
 use super::notifications::{self, EventRow};
@@ -51,10 +52,22 @@ pub enum Job {
     Closing(Box<Position>),
     /// Changes of plugin stores.
     PluginStore(Vec<Change>),
+    /// A bot's whole row, as a change of its status leaves it.
+    Bot(Box<BotRow>),
+    /// A raised alarm and the notification of it.
+    Alarm(Box<RaisedAlarm>),
     /// What a scheduler tick's scans leave behind: equity snapshots and bots' scan progress.
     /// Written here rather than on a connection of its own, which on SQLite would hold the
     /// write lock (and a flush) while the books wait.
     ScanProgress(Box<ScanProgress>),
+}
+
+/// An alarm raised for a user, with the event that tells them.
+#[derive(Debug)]
+pub struct RaisedAlarm {
+    pub user_id: String,
+    pub alarm: AlarmRow,
+    pub event: EventRow,
 }
 
 /// Equity snapshots and bots' progress of one tick, for several users.
@@ -258,38 +271,27 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
     // Built first and run as one: on SQLite one script, a single hand-off to the connection.
     let mut statements = Statements::new(tx.backend());
 
-    // Orders to send: the first of a client id in the batch is the one written.
-    let mut claimed: HashSet<&str> = HashSet::new();
-    let new_orders: Vec<&NewOrder> = jobs
-        .iter()
-        .filter_map(|job| match job {
-            Job::NewOrder(new) => Some(&**new),
-            _ => None,
-        })
-        .filter(|new| claimed.insert(&new.order.client_order_id))
-        .collect();
+    let Sorted {
+        new_orders,
+        bookings,
+        closings,
+        store_changes,
+        bots,
+        alarms,
+        progress,
+    } = Sorted::new(jobs);
     let order_rows: Vec<&OrderRow> = new_orders.iter().map(|new| &new.order).collect();
     for chunk in order_rows.chunks(MAX_ROWS) {
         orders::insert(&mut statements, chunk);
     }
 
-    let bookings: Vec<&Booking> = jobs
-        .iter()
-        .filter_map(|job| match job {
-            Job::Booking(booking) => Some(&**booking),
-            _ => None,
-        })
-        .collect();
     let changes: Vec<&OrderChange> = bookings.iter().filter_map(|b| b.order.as_ref()).collect();
     for chunk in changes.chunks(MAX_ROWS) {
         orders::update(&mut statements, chunk, now);
     }
     // Close requests on their own and those of close orders (counted if the order is written);
     // the last of each position counts.
-    let requests = jobs.iter().filter_map(|job| match job {
-        Job::Closing(position) => Some((&**position, None)),
-        _ => None,
-    });
+    let requests = closings.iter().map(|position| (*position, None));
     let attempts = new_orders.iter().filter_map(|new| {
         new.closing
             .as_ref()
@@ -373,43 +375,33 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
             );
         }
     }
-    let events: Vec<&EventRow> = bookings.iter().flat_map(|b| &b.events).collect();
+    let raised: Vec<(&str, &AlarmRow)> = alarms
+        .iter()
+        .map(|a| (a.user_id.as_str(), &a.alarm))
+        .collect();
+    for chunk in raised.chunks(MAX_ROWS) {
+        alarms::push_insert(&mut statements, chunk);
+    }
+    let events: Vec<&EventRow> = bookings
+        .iter()
+        .flat_map(|b| &b.events)
+        .chain(alarms.iter().map(|a| &a.event))
+        .collect();
     for chunk in events.chunks(MAX_ROWS) {
         notifications::push_events(&mut statements, chunk, false);
     }
-    let store_changes: Vec<&Change> = jobs
-        .iter()
-        .flat_map(|job| match job {
-            Job::PluginStore(changes) => changes.as_slice(),
-            Job::Booking(booking) => booking.plugin_store.as_slice(),
-            _ => &[],
-        })
-        .collect();
     for chunk in store_changes.chunks(MAX_ROWS) {
         plugin_store::apply(&mut statements, chunk, now);
     }
-    let progress: Vec<&ScanProgress> = jobs
-        .iter()
-        .filter_map(|job| match job {
-            Job::ScanProgress(progress) => Some(&**progress),
-            _ => None,
-        })
-        .collect();
-    let equity: Vec<&Snapshot> = progress.iter().flat_map(|p| &p.snapshots).collect();
-    for chunk in equity.chunks(MAX_ROWS) {
-        snapshots::push_insert(&mut statements, chunk);
+    // A bot's last row counts; its scan progress (newer, or the same) after it.
+    let bots = last_of_each(bots.into_iter(), |bot| bot.user_id.as_str());
+    for chunk in bots.chunks(MAX_ROWS) {
+        bots::push_upserts(&mut statements, chunk, now);
     }
-    // A bot's last progress counts (ticks follow one another, so two in one batch are rare).
-    let scanned = last_of_each(progress.iter().flat_map(|p| &p.bots), |bot| {
-        bot.user_id.as_str()
-    });
-    for chunk in scanned.chunks(MAX_ROWS) {
-        bots::push_scans(&mut statements, chunk, now);
-    }
+    push_progress(&mut statements, &progress, now);
     // The only rows returned: the client ids of the orders written.
     let written: HashSet<String> = statements.run(&mut tx).await?.into_iter().collect();
     tx.commit().await?;
-
     let mut answered: HashSet<&str> = HashSet::new();
     Ok(jobs
         .iter()
@@ -421,6 +413,62 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
             _ => true,
         })
         .collect())
+}
+
+/// The statements of ticks' scan progress: equity snapshots, and each bot's last progress
+/// (ticks follow one another, so two of a bot in one batch are rare).
+fn push_progress(statements: &mut Statements, progress: &[&ScanProgress], now: i64) {
+    let equity: Vec<&Snapshot> = progress.iter().flat_map(|p| &p.snapshots).collect();
+    for chunk in equity.chunks(MAX_ROWS) {
+        snapshots::push_insert(statements, chunk);
+    }
+    let scanned = last_of_each(progress.iter().flat_map(|p| &p.bots), |bot| {
+        bot.user_id.as_str()
+    });
+    for chunk in scanned.chunks(MAX_ROWS) {
+        bots::push_scans(statements, chunk, now);
+    }
+}
+
+/// A batch's jobs by kind, each kind in the order the jobs came.
+#[derive(Default)]
+struct Sorted<'a> {
+    /// Orders to send: the first of a client id in the batch is the one written.
+    new_orders: Vec<&'a NewOrder>,
+    bookings: Vec<&'a Booking>,
+    /// Close requests on their own.
+    closings: Vec<&'a Position>,
+    /// Store changes of plugins, on their own and with bookings.
+    store_changes: Vec<&'a Change>,
+    bots: Vec<&'a BotRow>,
+    alarms: Vec<&'a RaisedAlarm>,
+    progress: Vec<&'a ScanProgress>,
+}
+
+impl<'a> Sorted<'a> {
+    fn new(jobs: &'a [Job]) -> Self {
+        let mut sorted = Sorted::default();
+        let mut claimed: HashSet<&str> = HashSet::new();
+        for job in jobs {
+            match job {
+                Job::NewOrder(new) => {
+                    if claimed.insert(&new.order.client_order_id) {
+                        sorted.new_orders.push(new);
+                    }
+                }
+                Job::Booking(booking) => {
+                    sorted.store_changes.extend(&booking.plugin_store);
+                    sorted.bookings.push(booking);
+                }
+                Job::Closing(position) => sorted.closings.push(position),
+                Job::PluginStore(changes) => sorted.store_changes.extend(changes),
+                Job::Bot(bot) => sorted.bots.push(bot),
+                Job::Alarm(alarm) => sorted.alarms.push(alarm),
+                Job::ScanProgress(progress) => sorted.progress.push(progress),
+            }
+        }
+        sorted
+    }
 }
 
 /// Each key's last item, in the order keys first appear.
@@ -538,10 +586,8 @@ mod tests {
             .unwrap()
     }
 
-    #[tokio::test]
-    async fn a_ticks_progress_writes_each_bots_last_scan_and_the_equity_snapshots() {
-        let (db, _dir) = sqlite().await;
-        let bot = |user_id: &str, seq: i64| BotRow {
+    fn bot_row(user_id: &str, seq: i64) -> BotRow {
+        BotRow {
             user_id: user_id.into(),
             id: format!("bot-{user_id}"),
             status: "running".into(),
@@ -555,10 +601,85 @@ mod tests {
             scan_seq: seq,
             strategy_state: format!("state-{seq}"),
             last_error: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_bots_row_and_a_raised_alarm_with_its_event_are_written_by_the_writer() {
+        let (db, _dir) = sqlite().await;
+        user(&db.pool, "u1").await;
+        db.write(Job::Bot(Box::new(bot_row("u1", 1))))
+            .await
+            .unwrap();
+        let stopped = BotRow {
+            status: "error".into(),
+            last_error: Some("the venue refused the key".into()),
+            ..bot_row("u1", 2)
         };
+        db.write(Job::Bot(Box::new(stopped))).await.unwrap();
+        let bots: Vec<(String, i64, Option<String>)> =
+            sqlx::query_as("SELECT status, scan_seq, last_error FROM bots")
+                .fetch_all(crate::store::testing::sqlite_pool(&db))
+                .await
+                .unwrap();
+        assert_eq!(
+            bots,
+            [(
+                "error".to_string(),
+                2,
+                Some("the venue refused the key".to_string())
+            )]
+        );
+
+        let alarm = AlarmRow {
+            id: "a1".into(),
+            alarm_type: "daily_loss".into(),
+            level: "WARNING".into(),
+            message: "Daily loss 3%".into(),
+            current_value: 3.0,
+            threshold_value: 2.0,
+            recommended_action: "Reduce size".into(),
+            status: "active".into(),
+            raised_at: 7,
+            cleared_at: None,
+        };
+        let event = EventRow {
+            id: "e1".into(),
+            user_id: Some("u1".into()),
+            kind: "alarm".into(),
+            payload: "{}".into(),
+            created_at: 7,
+        };
+        let raised = RaisedAlarm {
+            user_id: "u1".into(),
+            alarm,
+            event,
+        };
+        db.write(Job::Alarm(Box::new(raised))).await.unwrap();
+        assert_eq!(
+            count(
+                &db,
+                "SELECT COUNT(*) FROM alarms WHERE user_id = 'u1' AND status = 'active'"
+            )
+            .await,
+            1
+        );
+        assert_eq!(
+            count(
+                &db,
+                "SELECT COUNT(*) FROM notification_events WHERE id = 'e1' AND kind = 'alarm'"
+            )
+            .await,
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn a_ticks_progress_writes_each_bots_last_scan_and_the_equity_snapshots() {
+        let (db, _dir) = sqlite().await;
         for user_id in ["u1", "u2"] {
             user(&db.pool, user_id).await;
-            bots::upsert_bot(&db.pool, &bot(user_id, 0), 1)
+            bots::upsert_bot(&db.pool, &bot_row(user_id, 0), 1)
                 .await
                 .unwrap();
         }
@@ -571,7 +692,7 @@ mod tests {
         };
         let progress = ScanProgress {
             snapshots: vec![snapshot("u1"), snapshot("u2"), snapshot("u1")],
-            bots: vec![bot("u1", 1), bot("u2", 3), bot("u1", 2)],
+            bots: vec![bot_row("u1", 1), bot_row("u2", 3), bot_row("u1", 2)],
         };
         db.write(Job::ScanProgress(Box::new(progress)))
             .await
