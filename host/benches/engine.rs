@@ -61,6 +61,8 @@ async fn measure(app: &App, label: &str, secs: u64) {
     const FILLED: &str = "SELECT COUNT(*) FROM orders WHERE status = 'filled'";
     let scans_before = app.engine.scans_completed();
     let orders_before = count(app, FILLED).await;
+    // Tells an outside observer (a profiler) when the window opens.
+    eprintln!("{label}: measuring for {secs} s");
     let started = Instant::now();
     tokio::time::sleep(Duration::from_secs(secs)).await;
     let elapsed = started.elapsed().as_secs_f64();

@@ -44,35 +44,12 @@ pub async fn resumable_bots<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<Bot
     .await)
 }
 
+/// Writes one bot's whole row outside the books' writer (seeding a database); the same statement
+/// as [`push_upserts`].
 pub async fn upsert_bot<'e>(exec: impl Executes<'e>, bot: &BotRow, now: i64) -> sqlx::Result<()> {
-    on!(exec, |c| {
-        sqlx::query(
-            "INSERT INTO bots (user_id, id, status, broker, paper_trading, risk_profile, strategy, symbols, started_at, \
-             last_scan_at, scan_seq, strategy_state, last_error, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
-             ON CONFLICT (user_id) DO UPDATE SET status = $3, broker = $4, paper_trading = $5, risk_profile = $6, \
-             strategy = $7, symbols = $8, started_at = $9, last_scan_at = $10, scan_seq = $11, strategy_state = $12, \
-             last_error = $13, updated_at = $14",
-        )
-        .bind(&bot.user_id)
-        .bind(&bot.id)
-        .bind(&bot.status)
-        .bind(&bot.broker)
-        .bind(bot.paper_trading)
-        .bind(&bot.risk_profile)
-        .bind(&bot.strategy)
-        .bind(&bot.symbols)
-        .bind(bot.started_at)
-        .bind(bot.last_scan_at)
-        .bind(bot.scan_seq)
-        .bind(&bot.strategy_state)
-        .bind(&bot.last_error)
-        .bind(now)
-        .execute(c)
+    Statements::once(exec, |statements| push_upserts(statements, &[bot], now))
         .await
-        .map(|done| done.rows_affected())
-    })?;
-    Ok(())
+        .map(drop)
 }
 
 /// Writes bots' whole rows (a status change with everything else the bot is) in one statement;

@@ -381,6 +381,7 @@ impl Db {
             let options = PgConnectOptions::from_str(url)
                 .context("DATABASE_URL is not a valid database URL")?
                 .disable_statement_logging();
+            let options = without_tls_on_loopback(url, options);
             let pool = PgPoolOptions::new()
                 .max_connections(16)
                 .min_connections(1)
@@ -503,6 +504,33 @@ impl<'a> Executes<'a> for &'a Db {
     fn target(self) -> Target<'a> {
         self.pool.target()
     }
+}
+
+/// A server on this machine is reached without TLS unless the URL (or `PGSSLMODE`) asks for
+/// it: the bytes never leave the machine, and encrypting every round trip costs CPU on both
+/// sides (sqlx prefers TLS whenever the server offers it, as Debian's does by default).
+fn without_tls_on_loopback(url: &str, options: PgConnectOptions) -> PgConnectOptions {
+    let query = url
+        .split_once('?')
+        .map(|(_, query)| query)
+        .unwrap_or_default();
+    let asked = query.split('&').any(|pair| {
+        let name = pair.split('=').next().unwrap_or_default();
+        name.eq_ignore_ascii_case("sslmode") || name.eq_ignore_ascii_case("ssl-mode")
+    }) || std::env::var_os("PGSSLMODE").is_some();
+    let host = options
+        .get_host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let loopback = options.get_socket().is_some()
+        || host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if asked || !loopback {
+        return options;
+    }
+    options.ssl_mode(sqlx::postgres::PgSslMode::Disable)
 }
 
 fn ensure_sqlite_parent_dir(url: &str) -> Result<()> {
@@ -692,6 +720,37 @@ mod connect_tests {
         let (db, _dir) = testing::sqlite().await;
         db.ping().await.unwrap();
         assert!(sqlite_memory::configure());
+    }
+
+    #[test]
+    fn a_server_on_this_machine_is_reached_without_tls_unless_the_url_asks_for_it() {
+        use sqlx::postgres::PgSslMode;
+        let mode = |url: &str| {
+            without_tls_on_loopback(url, PgConnectOptions::from_str(url).unwrap()).get_ssl_mode()
+        };
+        if std::env::var_os("PGSSLMODE").is_some() {
+            return;
+        }
+        for url in [
+            "postgres://postgres@127.0.0.1:5432/test",
+            "postgres://postgres@localhost/test",
+            "postgres://postgres@[::1]:5432/test",
+            "postgres://postgres@%2Fvar%2Frun%2Fpostgresql/test",
+        ] {
+            assert!(matches!(mode(url), PgSslMode::Disable), "{url}");
+        }
+        assert!(matches!(
+            mode("postgres://postgres@127.0.0.1/test?sslmode=require"),
+            PgSslMode::Require
+        ));
+        assert!(matches!(
+            mode("postgres://postgres@127.0.0.1/test?application_name=x&sslmode=prefer"),
+            PgSslMode::Prefer
+        ));
+        assert!(matches!(
+            mode("postgres://postgres@db.internal:5432/test"),
+            PgSslMode::Prefer
+        ));
     }
 }
 
