@@ -5,8 +5,9 @@ use serde_json::Value;
 
 use crate::App;
 use crate::api::query::{Page, Pagination};
+use crate::auth::{ClientMeta, Principal};
 use crate::error::ApiResult;
-use crate::store::audit::{self, AuditFilter};
+use crate::store::audit::{self, Actor, AuditFilter};
 use crate::store::iso8601;
 
 pub const AUDIT_DEFAULT_PER_PAGE: i64 = 100;
@@ -51,11 +52,29 @@ pub async fn audit_logs(app: &App, filter: &AuditFilter, page: Page) -> ApiResul
     })
 }
 
-/// Plugin administration: upload, activate, roll back, configure. Every change is audited.
+/// Records an admin's action in the audit log.
+async fn record(
+    app: &App,
+    admin: &Principal,
+    meta: &ClientMeta,
+    event: &str,
+    metadata: Value,
+) -> ApiResult<()> {
+    let actor = Actor {
+        user_id: Some(&admin.user_id),
+        ip_address: meta.ip.as_deref(),
+        user_agent: meta.user_agent.as_deref(),
+    };
+    audit::record(&app.db.pool, event, &actor, metadata).await?;
+    Ok(())
+}
+
 pub mod alarms;
+pub mod candles;
 pub mod metrics;
 pub mod users;
 
+/// Plugin administration: upload, activate, roll back, configure. Every change is audited.
 pub mod plugins {
     use std::collections::BTreeMap;
 
@@ -64,12 +83,12 @@ pub mod plugins {
     use serde::{Deserialize, Serialize};
     use serde_json::{Value, json};
 
+    use super::record;
     use crate::App;
     use crate::auth::{ClientMeta, Principal};
     use crate::error::{ApiError, ApiResult, ErrorCode};
     use crate::plugins::registry::PluginSummary;
     use crate::plugins::{Description, Manifest};
-    use crate::store::audit::{self, Actor};
 
     #[derive(utoipa::ToSchema, Debug, Deserialize)]
     pub struct UploadRequest {
@@ -86,22 +105,6 @@ pub mod plugins {
         pub summary: PluginSummary,
         /// What the active version answers to `describe` right now (a real call into it).
         pub live: Description,
-    }
-
-    async fn record(
-        app: &App,
-        admin: &Principal,
-        meta: &ClientMeta,
-        event: &str,
-        metadata: Value,
-    ) -> ApiResult<()> {
-        let actor = Actor {
-            user_id: Some(&admin.user_id),
-            ip_address: meta.ip.as_deref(),
-            user_agent: meta.user_agent.as_deref(),
-        };
-        audit::record(&app.db.pool, event, &actor, metadata).await?;
-        Ok(())
     }
 
     fn summary(app: &App, name: &str) -> ApiResult<PluginSummary> {

@@ -9,6 +9,7 @@ pub mod api;
 pub mod auth;
 pub mod billing;
 pub mod brokers;
+pub mod candles;
 pub mod cli;
 pub mod companion;
 pub mod config;

@@ -9,8 +9,6 @@ use crate::brokers::{self, blocking};
 use crate::error::{ApiError, ApiResult};
 use crate::store::now_ms;
 
-/// The intervals every broker interface names (`wit/types.wit`, `series`).
-pub const INTERVALS: [&str; 3] = ["1m", "5m", "1h"];
 pub const DEFAULT_INTERVAL: &str = "1m";
 pub const DEFAULT_LIMIT: u32 = 300;
 pub const MAX_LIMIT: u32 = 1000;
@@ -62,8 +60,9 @@ impl ChartRequest {
         }
         let interval = match interval {
             None => DEFAULT_INTERVAL,
-            Some(given) => INTERVALS
+            Some(given) => crate::candles::INTERVALS
                 .into_iter()
+                .map(|(known, _)| known)
                 .find(|known| *known == given)
                 .ok_or_else(|| ApiError::invalid_field("interval", "one of 1m, 5m, 1h"))?,
         };

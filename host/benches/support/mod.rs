@@ -1,6 +1,9 @@
 //! What the engine benchmarks share: the in-process server on a data directory, users with a
 //! paper connection and a started bot, and plugin set-up.
 
+// Each benchmark uses a part of this.
+#![allow(dead_code)]
+
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -24,7 +24,8 @@ pub mod prelude {
         Companion401TokenExpiredOrTokenInvalid, Companion403Unauthorized,
         Companion429RateLimitExceeded, Companion500InternalError,
         Detail401TokenExpiredOrTokenInvalid, Detail429RateLimitExceeded, Detail500InternalError,
-        Platform400InvalidBody, Platform400InvalidRequest, Platform401TokenExpiredOrTokenInvalid,
+        Platform400InvalidBody, Platform400InvalidRequest,
+        Platform400InvalidRequestOrUnsupportedBroker, Platform401TokenExpiredOrTokenInvalid,
         Platform403AccountDisabledOrAccountSuspended,
         Platform403AccountDisabledOrAccountSuspendedOrUnauthorized, Platform404NotFound,
         Platform413PayloadTooLarge, Platform429RateLimitExceeded, Platform500InternalError,
@@ -51,6 +52,7 @@ pub mod prelude {
         (name = "config", description = "Platform API: settings, broker connections and the signal webhook key."),
         (name = "analytics", description = "Platform API: dashboard figures, trade breakdowns and exports."),
         (name = "market", description = "Platform API: candles for charts, from a broker plugin."),
+        (name = "candles", description = "Platform API: historical candles for backtests (admins only)."),
         (name = "subscription", description = "Platform API: plans, the current subscription, upgrade, cancel and usage."),
         (name = "webhooks", description = "Platform API: inbound trading signals and payment-provider events (they authenticate themselves; no bearer token)."),
         (name = "admin", description = "Platform API, admins only: users, kill switch, metrics and audit log."),
@@ -83,6 +85,7 @@ pub mod prelude {
             Detail500InternalError,
             Platform400InvalidBody,
             Platform400InvalidRequest,
+            Platform400InvalidRequestOrUnsupportedBroker,
             Platform401TokenExpiredOrTokenInvalid,
             Platform403AccountDisabledOrAccountSuspended,
             Platform403AccountDisabledOrAccountSuspendedOrUnauthorized,
@@ -410,6 +413,7 @@ error_responses! {
     Detail500InternalError: Detail, "Internal error: Internal error", [InternalError];
     Platform400InvalidBody: Platform, "Bad request: INVALID_REQUEST", [InvalidRequest];
     Platform400InvalidRequest: Platform, "Bad request: INVALID_REQUEST", [InvalidRequest];
+    Platform400InvalidRequestOrUnsupportedBroker: Platform, "Bad request: INVALID_REQUEST, UNSUPPORTED_BROKER", [InvalidRequest, UnsupportedBroker];
     Platform401TokenExpiredOrTokenInvalid: Platform, "Not authenticated: TOKEN_INVALID, TOKEN_EXPIRED", [TokenExpired, TokenInvalid];
     Platform403AccountDisabledOrAccountSuspended: Platform, "Forbidden: ACCOUNT_SUSPENDED, ACCOUNT_DISABLED", [AccountDisabled, AccountSuspended];
     Platform403AccountDisabledOrAccountSuspendedOrUnauthorized: Platform, "Forbidden: ACCOUNT_SUSPENDED, ACCOUNT_DISABLED, UNAUTHORIZED", [AccountDisabled, AccountSuspended, Unauthorized];

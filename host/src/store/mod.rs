@@ -50,6 +50,7 @@ pub mod audit;
 pub mod billing;
 pub mod bots;
 pub mod brokers;
+pub mod candles;
 mod checkpoints;
 pub mod decimal;
 pub mod durability;

@@ -4,6 +4,7 @@ pub mod account;
 pub mod admin;
 pub mod analytics;
 pub mod auth;
+pub mod candles;
 pub mod config;
 pub mod market;
 pub mod notifications;
@@ -21,6 +22,7 @@ crate::api::route_sets![
     account,
     analytics,
     market,
+    candles,
     config,
     notifications,
     subscription,

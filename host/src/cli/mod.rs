@@ -1,4 +1,7 @@
-//! The `tradehost` command line: serve (default), migrate, admin, plugin, restart, vault.
+//! The `tradehost` command line: serve (default), migrate, admin, plugin, restart, vault, mail,
+//! candles.
+
+mod candles;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -44,6 +47,11 @@ pub enum Command {
     Mail {
         #[command(subcommand)]
         action: MailCommand,
+    },
+    /// Historical candles for backtests: import, download, list, gaps, delete.
+    Candles {
+        #[command(subcommand)]
+        action: candles::CandlesCommand,
     },
 }
 
@@ -147,6 +155,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Mail {
             action: MailCommand::Show { to },
         } => show_mail(&config, &to).await,
+        Command::Candles { action } => candles::run(&config, action).await,
         Command::Vault {
             action: VaultCommand::RotateKey { new_key },
         } => {
