@@ -144,7 +144,7 @@ pub struct Received {
 /// rather than accepted and skipped. (A size above the user's largest position is capped to it,
 /// as for the bot's own entries.)
 fn check_entry_size(size_usd: f64) -> ApiResult<()> {
-    let minimum = crate::engine::accounting::float(crate::engine::scan::MIN_ORDER_USD);
+    let minimum = crate::engine::accounting::float(crate::engine::entry::MIN_ORDER_USD);
     if size_usd < minimum {
         return Err(ApiError::invalid_field(
             "size_usd",

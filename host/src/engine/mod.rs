@@ -17,6 +17,7 @@ pub mod accounting;
 pub mod alarms;
 pub mod closing;
 pub mod control;
+pub mod entry;
 pub mod instruments;
 pub mod kill_switch;
 pub mod metrics;

@@ -11,6 +11,7 @@ use rust_decimal::Decimal;
 use super::accounting::{self, Position, Side, decimal, float};
 use super::alarms;
 use super::closing::{self, Attempt};
+use super::entry;
 use super::order_state::OrderStatus;
 use super::orders::{self, Intent, OrderFailure, Plan, client_order_id};
 use super::reconcile::{self, VENUE_CHECK_EVERY_MS};
@@ -20,11 +21,8 @@ use super::{BotStatus, publish_status};
 use crate::App;
 use crate::events::Channel;
 use crate::plugins::PluginKind;
-use crate::plugins::bindings::risk_rule::{ProposedOrder, RiskContext};
 use crate::plugins::bindings::strategy::ScanContext;
-use crate::plugins::bindings::types::{
-    self as wire, Candle, Series, SignalAction, Threshold, Verdict,
-};
+use crate::plugins::bindings::types::{self as wire, Candle, Series, SignalAction, Threshold};
 use crate::plugins::off_thread as blocking;
 use crate::settings::Settings;
 use crate::store::snapshots::Snapshot;
@@ -34,8 +32,6 @@ use crate::store::{new_id, now_ms};
 pub const CANDLE_HISTORY: u32 = 200;
 /// At most one equity snapshot per this long while nothing trades.
 pub const SNAPSHOT_EVERY_MS: i64 = 60_000;
-/// Smallest order worth sending, in account currency.
-pub const MIN_ORDER_USD: Decimal = Decimal::ONE;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MarketKey {
@@ -144,14 +140,14 @@ pub fn exit_reason(position: &Position, price: Decimal) -> Option<&'static str> 
     None
 }
 
-fn wire_side(side: Side) -> wire::Side {
+pub(super) fn wire_side(side: Side) -> wire::Side {
     match side {
         Side::Long => wire::Side::Long,
         Side::Short => wire::Side::Short,
     }
 }
 
-fn wire_positions(positions: &[Position]) -> Vec<wire::Position> {
+pub(super) fn wire_positions(positions: &[Position]) -> Vec<wire::Position> {
     positions
         .iter()
         .map(|p| wire::Position {
@@ -168,7 +164,7 @@ fn wire_positions(positions: &[Position]) -> Vec<wire::Position> {
         .collect()
 }
 
-fn wire_account(trader: &Trader) -> wire::Account {
+pub(super) fn wire_account(trader: &Trader) -> wire::Account {
     wire::Account {
         cash: float(trader.account.cash),
         equity: float(trader.equity()),
@@ -555,7 +551,7 @@ async fn open(
     scan_seq: i64,
     symbol: &str,
     side: Side,
-    entry: Entry,
+    request: Entry,
     price: Decimal,
     id: Option<&str>,
 ) -> Result<Acted, String> {
@@ -566,95 +562,46 @@ async fn open(
         stop_loss,
         take_profit,
         ..
-    } = entry;
-    let paper = trader.bot.paper_trading != 0;
-    let limits = trader.entitlement.limits();
-    let max_positions = trader.settings.max_positions(&trader.entitlement);
+    } = request;
     let user_id = trader.user_id.clone();
     let skip = |why: String| {
         tracing::debug!(%user_id, symbol, %why, "entry skipped");
         Ok(Acted::Skipped(why))
     };
-    if price <= Decimal::ZERO {
-        return skip(format!("no usable price for {symbol}"));
-    }
-    if let Some(order) = trader.live_order_for(None, Some(symbol)) {
-        return skip(format!(
-            "order {} on {symbol} is still working",
-            order.client_order_id
-        ));
-    }
-    if !trader.settings.allows_pair(symbol) {
-        return skip("not in the allowed pairs of the settings".into());
-    }
-    if trader.positions.len() as u32 >= max_positions {
-        return skip(format!(
-            "{} positions open; at most {max_positions} allowed",
-            trader.positions.len()
-        ));
-    }
-    if trader.stats.opens_today >= limits.max_daily_trades {
-        return skip(format!(
-            "{} trades today; the plan allows {}",
-            trader.stats.opens_today, limits.max_daily_trades
-        ));
-    }
-    let Some(mut size) = decimal(size_usd).filter(|s| *s > Decimal::ZERO) else {
-        return skip("size is not a positive number".into());
+    let ask = entry::Ask {
+        symbol,
+        side,
+        price,
+        size_usd,
+        stop_loss,
     };
-    let max_size = decimal(
-        trader
-            .settings
-            .max_position_size_usd(&trader.entitlement, paper),
-    )
-    .unwrap_or_default();
-    size = size
-        .min(max_size)
-        .min(accounting::buying_power(&trader.account, &trader.positions));
-
-    let ctx = RiskContext {
-        account: wire_account(trader),
-        positions: wire_positions(&trader.positions),
-        daily_pnl: float(trader.daily_pnl()),
-        trades_today: trader.stats.opens_today,
-        thresholds: thresholds(&trader.settings, max_positions),
+    let mut size = match entry::size_before_rules(trader, &ask) {
+        Ok(size) => size,
+        Err(why) => return skip(why),
     };
+    let ctx = entry::risk_context(trader);
     for name in app.plugins.names(PluginKind::RiskRule) {
-        if size < MIN_ORDER_USD {
+        if !entry::worth_judging(size) {
             break;
         }
         let Ok(active) = app.plugins.active(PluginKind::RiskRule, &name) else {
             continue;
         };
-        let proposed = ProposedOrder {
-            symbol: symbol.to_string(),
-            side: wire_side(side),
-            size_usd: float(size),
-            price: float(price),
-            stop_loss: stop_loss.map(float),
-        };
+        let proposed = entry::proposed(&ask, size);
         let runtime = app.plugins.runtime().clone();
         let ctx = ctx.clone();
         let verdict = blocking(move || runtime.check_order(&active, &proposed, &ctx))
             .await?
             .map_err(|err| err.to_string())?;
-        match verdict {
-            Verdict::Allow => {}
-            Verdict::Resize(smaller) => size = size.min(decimal(smaller).unwrap_or_default()),
-            Verdict::Deny(reason) => return skip(format!("risk rule {name}: {reason}")),
-        }
+        size = match entry::after_verdict(size, &name, verdict) {
+            Ok(size) => size,
+            Err(why) => return skip(why),
+        };
     }
-    if size < MIN_ORDER_USD {
-        return skip(format!("size {size} below the minimum order"));
-    }
-    let Some(quantity) = size.checked_div(price) else {
-        return skip(format!("no quantity of {symbol} at {price}"));
+    let quantity = match entry::quantity(symbol, size, price) {
+        Ok(quantity) => quantity,
+        Err(why) => return skip(why),
     };
-    let quantity =
-        quantity.round_dp_with_strategy(accounting::SCALE, rust_decimal::RoundingStrategy::ToZero);
-    if quantity.is_zero() {
-        return skip("quantity rounds to zero".into());
-    }
     let intent_name = match side {
         Side::Long => "open_long",
         Side::Short => "open_short",

@@ -157,25 +157,46 @@ impl Trader {
             .into_iter()
             .collect();
         let entitlement = Entitlement::of(&user, now);
-        Ok(Trader {
-            user_id: user_id.to_string(),
-            settings: crate::settings::load(app, user_id, &entitlement).await?,
+        let settings = crate::settings::load(app, user_id, &entitlement).await?;
+        let mut trader = Trader::new(bot, account, entitlement, settings);
+        trader.positions = positions;
+        trader.live = live;
+        trader.signals_waiting = signals_waiting;
+        trader.stats = stats;
+        trader.active_alarms = active_alarms;
+        trader.last_raised = last_raised;
+        // The books are compared with the venue before the first order.
+        trader.reconcile = true;
+        Ok(trader)
+    }
+
+    /// A trader with an account and nothing else yet: no positions, orders, statistics or
+    /// alarms, and nothing to compare with a venue.
+    pub fn new(
+        bot: BotRow,
+        account: Account,
+        entitlement: Entitlement,
+        settings: Settings,
+    ) -> Trader {
+        Trader {
+            user_id: bot.user_id.clone(),
+            settings,
             entitlement,
             bot,
             account,
-            positions,
+            positions: Vec::new(),
             accounts: HashMap::new(),
-            live,
-            signals_waiting,
-            stats,
-            active_alarms,
-            last_raised,
+            live: Vec::new(),
+            signals_waiting: false,
+            stats: Stats::default(),
+            active_alarms: HashMap::new(),
+            last_raised: HashMap::new(),
             failures: 0,
-            reconcile: true,
+            reconcile: false,
             last_venue_check_at: 0,
             last_snapshot_at: 0,
             last_persisted_at: 0,
-        })
+        }
     }
 
     /// The user's account at `broker`, its credentials opened from the vault on first use.
