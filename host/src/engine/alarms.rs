@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use super::accounting::{self, decimal, float};
 use super::metrics;
-use super::scan::thresholds;
 use super::trader::Trader;
+use super::wire::thresholds;
 use super::{BotStatus, publish_status};
 use crate::App;
 use crate::events::Channel;

@@ -6,8 +6,8 @@
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use super::accounting::{self, Side, decimal, float};
-use super::scan::{thresholds, wire_account, wire_positions, wire_side};
 use super::trader::Trader;
+use super::wire::{thresholds, wire_account, wire_positions, wire_side};
 use crate::plugins::bindings::risk_rule::{ProposedOrder, RiskContext};
 use crate::plugins::bindings::types::Verdict;
 

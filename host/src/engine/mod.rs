@@ -33,6 +33,7 @@ pub mod signals;
 pub mod supervisor;
 pub mod totals;
 mod trader;
+pub mod wire;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};

@@ -17,14 +17,14 @@ use super::orders::{self, Intent, OrderFailure, Plan, client_order_id};
 use super::reconcile::{self, VENUE_CHECK_EVERY_MS};
 use super::signals::{self as inbound, SignalKind};
 use super::trader::Trader;
+use super::wire::{wire_account, wire_positions};
 use super::{BotStatus, publish_status};
 use crate::App;
 use crate::events::Channel;
 use crate::plugins::PluginKind;
 use crate::plugins::bindings::strategy::ScanContext;
-use crate::plugins::bindings::types::{self as wire, Candle, Series, SignalAction, Threshold};
+use crate::plugins::bindings::types::{Candle, Series, SignalAction};
 use crate::plugins::off_thread as blocking;
-use crate::settings::Settings;
 use crate::store::snapshots::Snapshot;
 use crate::store::{new_id, now_ms};
 
@@ -78,22 +78,6 @@ pub fn strategy_interval(app: &App, strategy: &str) -> String {
         .unwrap_or_else(|| "1m".to_string())
 }
 
-/// The thresholds handed to risk rules: the user's settings, and their position limit.
-pub fn thresholds(settings: &Settings, max_positions: u32) -> Vec<Threshold> {
-    settings
-        .risk_thresholds
-        .iter()
-        .map(|(name, value)| Threshold {
-            name: name.clone(),
-            value: *value,
-        })
-        .chain(std::iter::once(Threshold {
-            name: "max_concurrent_positions".into(),
-            value: max_positions as f64,
-        }))
-        .collect()
-}
-
 /// Trailing-stop distance of a risk profile.
 pub fn trail_pct(profile: &str) -> Decimal {
     match profile {
@@ -138,39 +122,6 @@ pub fn exit_reason(position: &Position, price: Decimal) -> Option<&'static str> 
         }
     }
     None
-}
-
-pub(super) fn wire_side(side: Side) -> wire::Side {
-    match side {
-        Side::Long => wire::Side::Long,
-        Side::Short => wire::Side::Short,
-    }
-}
-
-pub(super) fn wire_positions(positions: &[Position]) -> Vec<wire::Position> {
-    positions
-        .iter()
-        .map(|p| wire::Position {
-            position_id: p.id.clone(),
-            symbol: p.symbol.clone(),
-            side: wire_side(p.side),
-            quantity: float(p.quantity),
-            entry_price: float(p.entry_price),
-            current_price: float(p.current_price),
-            stop_loss: p.stop_loss.map(float),
-            take_profit: p.take_profit.map(float),
-            opened_at_ms: p.opened_at_ms,
-        })
-        .collect()
-}
-
-pub(super) fn wire_account(trader: &Trader) -> wire::Account {
-    wire::Account {
-        cash: float(trader.account.cash),
-        equity: float(trader.equity()),
-        buying_power: float(accounting::buying_power(&trader.account, &trader.positions)),
-        currency: trader.account.currency.clone(),
-    }
 }
 
 /// Runs one scan. An `Err` is a failure the scheduler retries with backoff.
