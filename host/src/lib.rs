@@ -7,6 +7,7 @@ pub mod admin;
 pub mod analytics;
 pub mod api;
 pub mod auth;
+pub mod backtest;
 pub mod billing;
 pub mod brokers;
 pub mod candles;

@@ -246,6 +246,14 @@ pub async fn import_csv(db: &Db, key: &SeriesKey, text: Vec<u8>) -> ApiResult<Im
     save(db, key, candles, started).await
 }
 
+/// The candles of a CSV file without storing them (a backtest's `--data`), or the refusal naming
+/// each bad row.
+pub fn parse_csv(text: &[u8], interval: &str) -> ApiResult<Vec<Candle>> {
+    let step = interval_ms(interval)
+        .ok_or_else(|| ApiError::invalid_field("interval", "one of 1m, 5m, 1h"))?;
+    parse::candles_from_csv(text, step).map_err(csv_refusal)
+}
+
 fn csv_refusal(errors: Vec<RowError>) -> ApiError {
     let listed = errors
         .iter()

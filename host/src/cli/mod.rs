@@ -1,6 +1,7 @@
 //! The `tradehost` command line: serve (default), migrate, admin, plugin, restart, vault, mail,
 //! candles.
 
+mod backtest;
 mod candles;
 
 use anyhow::{Context, Result};
@@ -53,6 +54,9 @@ pub enum Command {
         #[command(subcommand)]
         action: candles::CandlesCommand,
     },
+    /// Backtest a strategy over stored candles (downloaded through the broker named by
+    /// --source when the store lacks them) or a CSV file.
+    Backtest(backtest::BacktestArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -156,6 +160,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             action: MailCommand::Show { to },
         } => show_mail(&config, &to).await,
         Command::Candles { action } => candles::run(&config, action).await,
+        Command::Backtest(args) => backtest::run(&config, args).await,
         Command::Vault {
             action: VaultCommand::RotateKey { new_key },
         } => {

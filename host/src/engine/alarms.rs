@@ -240,6 +240,18 @@ pub fn check_daily_loss(app: &App, trader: &mut Trader) -> bool {
     if trader.status() != BotStatus::Running {
         return false;
     }
+    let Some(reason) = daily_loss_reached(trader) else {
+        return false;
+    };
+    trader.bot.status = BotStatus::Paused.as_str().into();
+    trader.bot.last_error = Some(reason);
+    publish_status(app, trader, "Paused by the daily loss limit");
+    true
+}
+
+/// Why the account must stop opening positions today: its loss since the day began reached the
+/// settings' limit (the smaller of the percentage of the day's starting equity and the amount).
+pub fn daily_loss_reached(trader: &Trader) -> Option<String> {
     let limit_pct = trader
         .settings
         .risk_thresholds
@@ -250,17 +262,13 @@ pub fn check_daily_loss(app: &App, trader: &mut Trader) -> bool {
     let by_amount = decimal(trader.settings.trading.max_daily_loss_usd).unwrap_or(by_pct);
     let limit = by_pct.min(by_amount);
     let loss = -trader.daily_pnl();
-    if limit > Decimal::ZERO && loss >= limit {
-        trader.bot.status = BotStatus::Paused.as_str().into();
-        trader.bot.last_error = Some(format!(
+    (limit > Decimal::ZERO && loss >= limit).then(|| {
+        format!(
             "Paused: today's loss of {} reached the daily limit of {}",
             loss.round_dp(2),
             limit.round_dp(2)
-        ));
-        publish_status(app, trader, "Paused by the daily loss limit");
-        return true;
-    }
-    false
+        )
+    })
 }
 
 /// An alarm the engine raises itself (once while it is active), announced on the alarms channel.

@@ -132,41 +132,10 @@ pub fn quantity(symbol: &str, size: Decimal, price: Decimal) -> Result<Decimal, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::billing::plans::{Entitlement, Tier};
-    use crate::engine::accounting::{Account, Fill, OpenRequest};
-    use crate::settings::Settings;
-    use crate::store::bots::BotRow;
+    use crate::engine::accounting::{Fill, OpenRequest};
 
-    /// A paper trader on the pro plan (positions of up to 2,000, 10 at once, 100 opens a day)
-    /// with `cash` and the default pairs.
     fn trader(cash: i64) -> Trader {
-        let entitlement = Entitlement {
-            tier: Tier::Pro,
-            trial_active: false,
-            effective: Tier::Pro,
-        };
-        let settings = Settings::resolve(&Default::default(), &entitlement, cash as f64);
-        let bot = BotRow {
-            user_id: "u1".into(),
-            id: "b1".into(),
-            status: "running".into(),
-            broker: "paper".into(),
-            paper_trading: 1,
-            risk_profile: "medium".into(),
-            strategy: "ema-cross".into(),
-            symbols: "[\"BTC-USD\"]".into(),
-            started_at: None,
-            last_scan_at: None,
-            scan_seq: 0,
-            strategy_state: String::new(),
-            last_error: None,
-        };
-        Trader::new(
-            bot,
-            Account::new(Decimal::from(cash), "USD"),
-            entitlement,
-            settings,
-        )
+        Trader::paper_for_tests(cash)
     }
 
     fn ask(symbol: &str, price: i64, size_usd: f64) -> Ask<'_> {

@@ -256,4 +256,37 @@ impl Trader {
     pub fn daily_pnl(&self) -> Decimal {
         self.equity() - self.stats.day_start_equity
     }
+
+    /// A paper trader on the pro plan (positions of up to 2,000, 10 at once, 100 opens a day)
+    /// with `cash` and the default pairs.
+    #[cfg(test)]
+    pub fn paper_for_tests(cash: i64) -> Trader {
+        let entitlement = Entitlement {
+            tier: crate::billing::plans::Tier::Pro,
+            trial_active: false,
+            effective: crate::billing::plans::Tier::Pro,
+        };
+        let settings = Settings::resolve(&Default::default(), &entitlement, cash as f64);
+        let bot = BotRow {
+            user_id: "u1".into(),
+            id: "b1".into(),
+            status: "running".into(),
+            broker: "paper".into(),
+            paper_trading: 1,
+            risk_profile: "medium".into(),
+            strategy: "ema-cross".into(),
+            symbols: "[\"BTC-USD\"]".into(),
+            started_at: None,
+            last_scan_at: None,
+            scan_seq: 0,
+            strategy_state: String::new(),
+            last_error: None,
+        };
+        Trader::new(
+            bot,
+            Account::new(Decimal::from(cash), "USD"),
+            entitlement,
+            settings,
+        )
+    }
 }

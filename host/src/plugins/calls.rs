@@ -58,14 +58,14 @@ pub struct Description {
     pub capabilities: Vec<String>,
 }
 
-fn contract(target: &CallTarget, detail: impl Into<String>) -> PluginError {
+pub(super) fn contract(target: &CallTarget, detail: impl Into<String>) -> PluginError {
     PluginError::Contract {
         plugin: target.name.to_string(),
         detail: detail.into(),
     }
 }
 
-fn guest(target: &CallTarget, err: GuestError) -> PluginError {
+pub(super) fn guest(target: &CallTarget, err: GuestError) -> PluginError {
     let detail = match err {
         GuestError::InvalidInput(msg) => format!("invalid input: {msg}"),
         GuestError::Internal(msg) => msg,

@@ -23,6 +23,7 @@ pub mod manifest;
 pub mod rate_gate;
 pub mod registry;
 pub mod runtime;
+pub mod session;
 pub mod state;
 pub mod storage;
 pub mod store_access;

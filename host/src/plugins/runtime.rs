@@ -381,7 +381,17 @@ impl PluginRuntime {
         (result, held)
     }
 
-    fn classify(
+    /// Gives a store kept between calls (a [`super::session::StrategySession`]) a new call's
+    /// budget: full fuel, a fresh deadline and clock.
+    pub(super) fn rearm(&self, store: &mut Store<PluginState>) {
+        let _ = store.set_fuel(self.limits.fuel);
+        store.set_epoch_deadline(ticks(self.limits.deadline));
+        let state = store.data_mut();
+        state.started = std::time::Instant::now();
+        state.waited = Duration::ZERO;
+    }
+
+    pub(super) fn classify(
         &self,
         target: &CallTarget,
         store: &Store<PluginState>,

@@ -16,9 +16,10 @@
 //!
 //! Simulated time runs at `speed` times the host clock around a fixed anchor, and candles are
 //! stamped with host time: at speed 60 a one-minute candle covers an hour of market movement.
-//! The model is sampled at each host minute (the one-minute candles' opens and closes); within
-//! a minute the price moves log-linearly from open to close, so a fill is always inside the
-//! range of the candle it falls in.
+//! The model is sampled at each host minute (the one-minute candles' opens and closes), and the
+//! price stays there until the next minute: an order fills at the close of the last one-minute
+//! candle (the open of the current one), a price every candle series shows, so a backtest over
+//! the same candles fills at the same prices.
 
 use tradehost_sdk::types::Candle;
 
@@ -119,15 +120,12 @@ impl Market {
         (real_ms as f64 - ANCHOR_MS as f64) * self.speed / MINUTE_MS as f64
     }
 
-    /// The mid price of `symbol` at host time `real_ms`: on the way from its minute's open to
-    /// its close.
+    /// The mid price of `symbol` at host time `real_ms`: the close of the last one-minute candle
+    /// (the price at the start of the current minute).
     pub fn mid_price(&self, symbol: &str, real_ms: i64) -> f64 {
         let model = SymbolModel::new(self.seed, symbol);
         let start_ms = real_ms.div_euclid(MINUTE_MS) * MINUTE_MS;
-        let open = model.price(self.simulated_minutes(start_ms));
-        let close = model.price(self.simulated_minutes(start_ms + MINUTE_MS));
-        let progress = (real_ms - start_ms) as f64 / MINUTE_MS as f64;
-        open * (close / open).powf(progress)
+        model.price(self.simulated_minutes(start_ms))
     }
 
     /// The last `limit` (at most [`MAX_CANDLES`]) completed candles ending at or before
@@ -511,30 +509,23 @@ mod tests {
     }
 
     #[test]
-    fn the_mid_price_moves_from_the_minutes_open_to_its_close() {
+    fn the_mid_price_is_the_last_one_minute_close_until_the_next_minute() {
         for speed in [1.0, 60.0] {
             let market = Market::new(42, speed);
             let start = MARCH_FIRST_MS + 10 * MINUTE_MS;
+            let before = market.candles("BTC-USD", Interval::OneMinute, 1, start)[0];
             let candle = market.candles("BTC-USD", Interval::OneMinute, 1, start + MINUTE_MS)[0];
             assert_eq!(candle.timestamp_ms, start);
-            assert_eq!(market.mid_price("BTC-USD", start), candle.open);
-            assert_close(market.mid_price("BTC-USD", start + MINUTE_MS), candle.close);
-            let (low, high) = (candle.open.min(candle.close), candle.open.max(candle.close));
-            for offset in [1, 15_000, 30_000, 59_999] {
-                let price = market.mid_price("BTC-USD", start + offset);
-                assert!(
-                    price >= low - 1e-9 && price <= high + 1e-9,
-                    "{speed}: {price}"
-                );
+            assert_eq!(candle.open, before.close);
+            for offset in [0, 1, 15_000, 30_000, 59_999] {
+                assert_eq!(market.mid_price("BTC-USD", start + offset), before.close);
             }
+            assert_eq!(market.mid_price("BTC-USD", start + MINUTE_MS), candle.close);
+            // Every interval's candles close on a minute boundary, at the same price.
+            let five = market.candles("BTC-USD", Interval::FiveMinutes, 1, start)[0];
+            let five_end = five.timestamp_ms + Interval::FiveMinutes.millis();
+            assert_eq!(market.mid_price("BTC-USD", five_end + 20_000), five.close);
         }
-    }
-
-    fn assert_close(actual: f64, expected: f64) {
-        assert!(
-            (actual - expected).abs() <= expected.abs() * 1e-12,
-            "expected {expected}, got {actual}"
-        );
     }
 
     #[test]

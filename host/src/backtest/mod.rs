@@ -1,0 +1,348 @@
+//! Backtests: a strategy replayed over stored candles with the live engine's parts (see
+//! [`replay`]), and the report of a run with the platform's performance figures.
+
+pub mod costs;
+pub mod replay;
+pub mod report;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use rust_decimal::Decimal;
+use serde::Deserialize;
+
+use crate::billing::plans::Entitlement;
+use crate::candles::{self, interval_ms};
+use crate::engine::Trader;
+use crate::engine::accounting::Account;
+use crate::engine::scan::CANDLE_HISTORY;
+use crate::error::{ApiError, ApiResult};
+use crate::plugins::bindings::risk_rule::{ProposedOrder, RiskContext};
+use crate::plugins::bindings::strategy::{Evaluation, ScanContext};
+use crate::plugins::bindings::types::Verdict;
+use crate::plugins::runtime::CallTarget;
+use crate::plugins::session::StrategySession;
+use crate::plugins::{Active, PluginKind, PluginRuntime, Registry};
+use crate::settings::Settings;
+use crate::store::Db;
+use crate::store::bots::BotRow;
+
+pub use costs::Costs;
+pub use replay::Outcome;
+pub use report::Report;
+
+/// Symbols one run may trade at most.
+pub const MAX_SYMBOLS: usize = 50;
+
+/// What to backtest.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+pub struct Request {
+    pub strategy: String,
+    /// Settings of the strategy's configuration that differ from the installed ones.
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
+    pub symbols: Vec<String>,
+    /// 1m, 5m or 1h: the candles replayed and the strategy's interval.
+    pub interval: String,
+    /// Whose candles: a broker's name for downloaded series, or an import's source.
+    #[serde(default = "default_source")]
+    pub source: String,
+    /// The first step: candles closing from here on are traded, earlier ones are history.
+    pub from_ms: i64,
+    pub to_ms: i64,
+    pub initial_capital: Decimal,
+    /// The paper broker's costs unless given.
+    #[serde(default)]
+    pub costs: Option<Costs>,
+    /// Sets the trailing stop as a bot's risk profile does: low, medium or high.
+    #[serde(default = "default_risk_profile")]
+    pub risk_profile: String,
+}
+
+fn default_source() -> String {
+    "paper".into()
+}
+
+fn default_risk_profile() -> String {
+    "medium".into()
+}
+
+/// What a run is checked and resolved to before any candle is read.
+pub struct Plan {
+    pub request: Request,
+    pub interval_ms: i64,
+    pub strategy: Arc<Active>,
+    /// The strategy's call target with the run's configuration.
+    pub target: CallTarget,
+    pub costs: Costs,
+}
+
+/// Checks a request against what is installed, naming the field at fault.
+pub fn plan(registry: &Registry, mut request: Request) -> ApiResult<Plan> {
+    let strategy = registry
+        .active(PluginKind::Strategy, &request.strategy)
+        .map_err(|_| {
+            ApiError::invalid_field(
+                "strategy",
+                format!("no strategy plugin named {:?}", request.strategy),
+            )
+        })?;
+    let interval_ms = interval_ms(&request.interval)
+        .ok_or_else(|| ApiError::invalid_field("interval", "one of 1m, 5m, 1h"))?;
+    if request.symbols.is_empty() {
+        return Err(ApiError::invalid_field("symbols", "at least one symbol"));
+    }
+    if request.symbols.len() > MAX_SYMBOLS {
+        return Err(ApiError::invalid_field(
+            "symbols",
+            format!("at most {MAX_SYMBOLS} symbols"),
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for symbol in &request.symbols {
+        candles::series_key(&request.source, symbol, &request.interval).map_err(|_| {
+            ApiError::invalid_field("symbols", format!("{symbol:?} is not a symbol"))
+        })?;
+        if !seen.insert(symbol) {
+            return Err(ApiError::invalid_field(
+                "symbols",
+                format!("{symbol} is named twice"),
+            ));
+        }
+    }
+    if request.to_ms < request.from_ms + interval_ms {
+        return Err(ApiError::invalid_field(
+            "to",
+            "the range must hold at least one candle after its start",
+        ));
+    }
+    if request.initial_capital <= Decimal::ZERO
+        || request.initial_capital > Decimal::from(1_000_000_000_000i64)
+    {
+        return Err(ApiError::invalid_field(
+            "initial_capital",
+            "a positive amount up to 1,000,000,000,000",
+        ));
+    }
+    if !["low", "medium", "high"].contains(&request.risk_profile.as_str()) {
+        return Err(ApiError::invalid_field(
+            "risk_profile",
+            "one of low, medium, high",
+        ));
+    }
+    let costs = match request.costs {
+        Some(costs) => {
+            for (name, value) in [
+                ("costs.fee_bps", costs.fee_bps),
+                ("costs.slippage_bps", costs.slippage_bps),
+                ("costs.spread_bps", costs.spread_bps),
+            ] {
+                if !value.is_finite() || !(0.0..=costs::MAX_BPS).contains(&value) {
+                    return Err(ApiError::invalid_field(
+                        name,
+                        format!("basis points from 0 to {}", costs::MAX_BPS),
+                    ));
+                }
+            }
+            costs
+        }
+        None => registry
+            .active(PluginKind::Broker, "paper")
+            .map(|paper| Costs::of_config(&paper.target.config))
+            .unwrap_or_default(),
+    };
+    request.costs = Some(costs);
+    // The strategy reads the candles of the run's interval.
+    let mut config = (*strategy.target.config).clone();
+    config.extend(request.config.clone());
+    config.insert("interval".into(), request.interval.clone());
+    let target = CallTarget {
+        name: strategy.target.name.clone(),
+        config: Arc::new(config),
+        allowed_hosts: strategy.target.allowed_hosts.clone(),
+    };
+    Ok(Plan {
+        request,
+        interval_ms,
+        strategy,
+        target,
+        costs,
+    })
+}
+
+/// The candles a run reads for each symbol: its range and the history before it.
+pub async fn load_candles(
+    db: &Db,
+    plan: &Plan,
+) -> ApiResult<Vec<(String, Vec<crate::plugins::bindings::types::Candle>)>> {
+    let request = &plan.request;
+    let (from, to) = history_range(plan);
+    let mut loaded = Vec::with_capacity(request.symbols.len());
+    for symbol in &request.symbols {
+        let key = candles::series_key(&request.source, symbol, &request.interval)?;
+        let series = candles::load(db, &key, from, to).await?;
+        if !series
+            .iter()
+            .any(|c| c.timestamp_ms + plan.interval_ms >= request.from_ms)
+        {
+            return Err(ApiError::invalid_field(
+                "symbols",
+                format!(
+                    "no {symbol} candles at {} from {} in the range; import or download them first",
+                    request.interval, request.source
+                ),
+            ));
+        }
+        loaded.push((symbol.clone(), series));
+    }
+    Ok(loaded)
+}
+
+/// Downloads through the broker named by the run's source the candles the store lacks for the
+/// run (nothing when the source is not a broker, or the stored series already spans the range).
+pub async fn fill_from_broker(db: &Db, registry: &Registry, plan: &Plan) -> ApiResult<u64> {
+    let request = &plan.request;
+    let Ok(broker) = registry.active(PluginKind::Broker, &request.source) else {
+        return Ok(0);
+    };
+    let (from, to) = history_range(plan);
+    let mut downloaded = 0;
+    for symbol in &request.symbols {
+        let key = candles::series_key(&request.source, symbol, &request.interval)?;
+        let stored = candles::summary(db, &key).await.ok();
+        if stored.is_some_and(|s| s.candles > 0 && s.first_ms <= from && s.last_ms >= to) {
+            continue;
+        }
+        let report = candles::download(
+            db,
+            broker.clone(),
+            registry.runtime().clone(),
+            &key,
+            (from, to),
+            candles::MAX_DOWNLOAD,
+        )
+        .await?;
+        downloaded += report.received as u64;
+    }
+    Ok(downloaded)
+}
+
+/// The open times of the candles a run reads: the history a scan is shown before the first
+/// step, through the last candle closing by the end.
+pub fn history_range(plan: &Plan) -> (i64, i64) {
+    let step = plan.interval_ms;
+    let request = &plan.request;
+    let first_open = request.from_ms.div_euclid(step) * step - step;
+    (
+        first_open - i64::from(CANDLE_HISTORY) * step,
+        request.to_ms - step,
+    )
+}
+
+/// The plugins of a run: its own strategy instance, and the active risk rules.
+pub struct WasmPlugins<'a> {
+    pub session: StrategySession<'a>,
+    pub runtime: &'a PluginRuntime,
+    pub rules: Vec<(String, Arc<Active>)>,
+}
+
+impl replay::Plugins for WasmPlugins<'_> {
+    fn evaluate(&mut self, ctx: &ScanContext) -> Result<Evaluation, String> {
+        self.session.evaluate(ctx).map_err(|err| err.to_string())
+    }
+
+    fn rule_names(&self) -> Vec<String> {
+        self.rules.iter().map(|(name, _)| name.clone()).collect()
+    }
+
+    fn check(
+        &mut self,
+        rule: &str,
+        order: &ProposedOrder,
+        ctx: &RiskContext,
+    ) -> Result<Verdict, String> {
+        let Some((_, active)) = self.rules.iter().find(|(name, _)| name == rule) else {
+            return Ok(Verdict::Allow);
+        };
+        self.runtime
+            .check_order(active, order, ctx)
+            .map_err(|err| err.to_string())
+    }
+}
+
+/// Runs a planned backtest over loaded candles on the calling thread (a blocking one): the
+/// same inputs give the same report.
+pub fn execute(
+    registry: &Registry,
+    plan: &Plan,
+    candles: Vec<(String, Vec<crate::plugins::bindings::types::Candle>)>,
+    (entitlement, settings): (Entitlement, Settings),
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(f64),
+) -> ApiResult<Report> {
+    let started = std::time::Instant::now();
+    let request = &plan.request;
+    let runtime = registry.runtime();
+    let session = StrategySession::start(runtime, &plan.strategy, plan.target.clone())
+        .map_err(|err| ApiError::invalid_field("strategy", err.to_string()))?;
+    let rules = registry
+        .names(PluginKind::RiskRule)
+        .into_iter()
+        .filter_map(|name| {
+            let active = registry.active(PluginKind::RiskRule, &name).ok()?;
+            Some((name, active))
+        })
+        .collect();
+    let bot = BotRow {
+        user_id: "backtest".into(),
+        id: "backtest".into(),
+        status: "running".into(),
+        broker: request.source.clone(),
+        paper_trading: 1,
+        risk_profile: request.risk_profile.clone(),
+        strategy: request.strategy.clone(),
+        symbols: serde_json::to_string(&request.symbols).unwrap_or_default(),
+        started_at: Some(request.from_ms),
+        last_scan_at: None,
+        scan_seq: 0,
+        strategy_state: String::new(),
+        last_error: None,
+    };
+    let mut trader = Trader::new(
+        bot,
+        Account::new(request.initial_capital, "USD"),
+        entitlement,
+        settings,
+    );
+    trader.stats.peak_equity = request.initial_capital;
+    let symbols = candles
+        .into_iter()
+        .map(|(symbol, candles)| replay::SymbolCandles::new(symbol, candles))
+        .collect();
+    let replay = replay::Replay::new(
+        trader,
+        WasmPlugins {
+            session,
+            runtime,
+            rules,
+        },
+        plan.costs,
+        (request.interval.clone(), plan.interval_ms),
+        symbols,
+        request.source.clone(),
+        cancel,
+    );
+    let (outcome, trader) = replay
+        .run(request.from_ms, request.to_ms, progress)
+        .map_err(|err| {
+            ApiError::invalid_field("strategy", format!("the strategy failed: {err}"))
+        })?;
+    Ok(Report::of(
+        plan,
+        &plan.strategy.plugin.manifest.version,
+        outcome,
+        &trader,
+        started.elapsed().as_secs_f64(),
+    ))
+}

@@ -1,0 +1,247 @@
+//! `tradehost backtest`: a strategy replayed over historical candles, with a progress bar and a
+//! summary, or the whole report as JSON.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context, Result, anyhow};
+use clap::Args;
+use rust_decimal::Decimal;
+
+use crate::backtest::{self, Costs, Report, Request};
+use crate::billing::plans::{Entitlement, Tier};
+use crate::candles;
+use crate::config::AppConfig;
+use crate::settings::Settings;
+use crate::store::{Db, iso8601, now_ms};
+
+#[derive(Debug, Args)]
+pub struct BacktestArgs {
+    /// The strategy plugin.
+    #[arg(long)]
+    strategy: String,
+    /// Comma-separated symbols, e.g. BTC-USD,ETH-USD.
+    #[arg(long, value_delimiter = ',', required = true)]
+    symbols: Vec<String>,
+    /// 1m, 5m or 1h.
+    #[arg(long, default_value = "5m")]
+    interval: String,
+    /// The first step (ISO 8601, a date, or epoch ms).
+    #[arg(long)]
+    from: String,
+    /// The last step (default: now).
+    #[arg(long)]
+    to: Option<String>,
+    /// Whose stored candles: a broker's name (downloaded through it when missing) or an
+    /// import's source.
+    #[arg(long, default_value = "paper")]
+    source: String,
+    /// A CSV file of the one symbol's candles to replay instead of stored ones.
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// A setting of the strategy's configuration, key=value (repeatable).
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    config: Vec<String>,
+    #[arg(long, default_value = "10000")]
+    capital: Decimal,
+    /// Fee in basis points of the notional (default: the paper broker's).
+    #[arg(long)]
+    fee_bps: Option<f64>,
+    #[arg(long)]
+    slippage_bps: Option<f64>,
+    #[arg(long)]
+    spread_bps: Option<f64>,
+    /// low, medium or high: the trailing stop's distance.
+    #[arg(long, default_value = "medium")]
+    risk_profile: String,
+    /// Print the whole report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(config: &AppConfig, args: BacktestArgs) -> Result<()> {
+    let db = Db::connect(&config.database_url).await?;
+    db.migrate().await?;
+    let registry = crate::plugins::load(config, Some(db.clone())).await?;
+    let time = |name: &str, text: &str| {
+        candles::parse_time(text).ok_or_else(|| {
+            anyhow!("--{name} {text:?} is not a time (ISO 8601, a date, or epoch ms)")
+        })
+    };
+    let settings_of = |pairs: &[String]| -> Result<_> {
+        pairs
+            .iter()
+            .map(|pair| {
+                pair.split_once('=')
+                    .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                    .ok_or_else(|| anyhow!("--config {pair:?} is not KEY=VALUE"))
+            })
+            .collect()
+    };
+    let costs = match (args.fee_bps, args.slippage_bps, args.spread_bps) {
+        (None, None, None) => None,
+        (fee, slippage, spread) => {
+            let paper = registry
+                .active(crate::plugins::PluginKind::Broker, "paper")
+                .map(|p| Costs::of_config(&p.target.config))
+                .unwrap_or_default();
+            Some(Costs {
+                fee_bps: fee.unwrap_or(paper.fee_bps),
+                slippage_bps: slippage.unwrap_or(paper.slippage_bps),
+                spread_bps: spread.unwrap_or(paper.spread_bps),
+            })
+        }
+    };
+    let request = Request {
+        strategy: args.strategy,
+        config: settings_of(&args.config)?,
+        symbols: args.symbols,
+        interval: args.interval,
+        source: if args.data.is_some() {
+            "csv".into()
+        } else {
+            args.source
+        },
+        from_ms: time("from", &args.from)?,
+        to_ms: match &args.to {
+            Some(to) => time("to", to)?,
+            None => now_ms(),
+        },
+        initial_capital: args.capital,
+        costs,
+        risk_profile: args.risk_profile,
+    };
+    let plan = backtest::plan(&registry, request)?;
+    let candles = match &args.data {
+        Some(file) => {
+            let [symbol] = plan.request.symbols.as_slice() else {
+                return Err(anyhow!("--data holds the candles of one symbol: name one"));
+            };
+            let text =
+                std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let (from, to) = backtest::history_range(&plan);
+            let mut series = candles::parse_csv(&text, &plan.request.interval)?;
+            series.retain(|c| (from..=to).contains(&c.timestamp_ms));
+            vec![(symbol.clone(), series)]
+        }
+        None => {
+            let downloaded = backtest::fill_from_broker(&db, &registry, &plan).await?;
+            if downloaded > 0 && !args.json {
+                eprintln!(
+                    "downloaded {downloaded} candles from {}",
+                    plan.request.source
+                );
+            }
+            backtest::load_candles(&db, &plan).await?
+        }
+    };
+    let cancel = AtomicBool::new(false);
+    let json = args.json;
+    let mut bar = |done: f64| {
+        if !json {
+            let filled = (done * 30.0).round() as usize;
+            eprint!(
+                "\r[{}{}] {:>3.0}%",
+                "#".repeat(filled),
+                " ".repeat(30 - filled.min(30)),
+                done * 100.0
+            );
+            let _ = std::io::stderr().flush();
+        }
+    };
+    // The command line is the operator's: every limit of the top plan, the default settings.
+    let entitlement = Entitlement {
+        tier: Tier::Enterprise,
+        trial_active: false,
+        effective: Tier::Enterprise,
+    };
+    let capital = crate::engine::accounting::float(plan.request.initial_capital);
+    let settings = Settings::resolve(&Default::default(), &entitlement, capital);
+    let report = tokio::task::block_in_place(|| {
+        backtest::execute(
+            &registry,
+            &plan,
+            candles,
+            (entitlement, settings),
+            &cancel,
+            &mut bar,
+        )
+    })?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        eprintln!();
+        print_summary(&report);
+    }
+    Ok(())
+}
+
+fn print_summary(report: &Report) {
+    let m = &report.metrics;
+    let rows: Vec<(&str, String)> = vec![
+        (
+            "strategy",
+            format!("{} {}", report.strategy, report.strategy_version),
+        ),
+        ("symbols", report.symbols.join(", ")),
+        (
+            "period",
+            format!(
+                "{} to {} ({})",
+                iso8601(report.from_ms),
+                iso8601(report.to_ms),
+                report.interval
+            ),
+        ),
+        (
+            "candles",
+            format!(
+                "{} in {:.2} s ({:.0}/s)",
+                report.candles,
+                report.seconds,
+                report.candles as f64 / report.seconds.max(1e-9)
+            ),
+        ),
+        ("trades", m.total_trades.to_string()),
+        ("win rate", format!("{:.1} %", m.win_rate * 100.0)),
+        ("net P&L", format!("{:.2}", m.net_pnl)),
+        ("return", format!("{:.2} %", m.total_pnl_pct)),
+        ("fees", format!("{:.2}", m.total_fees)),
+        ("profit factor", format!("{:.2}", m.profit_factor)),
+        ("Sharpe", format!("{:.2}", m.sharpe_ratio)),
+        ("Sortino", format!("{:.2}", report.sortino_ratio)),
+        ("max drawdown", format!("{:.2} %", m.max_drawdown_pct)),
+        ("final equity", report.final_equity.round_dp(2).to_string()),
+        ("open positions", report.open_positions.len().to_string()),
+        (
+            "entries refused",
+            (report.skipped.len() as u64 + report.skipped_more).to_string(),
+        ),
+    ];
+    for (name, value) in rows {
+        println!("{name:<16} {value}");
+    }
+    if report.cancelled {
+        println!("(cancelled before the end)");
+    }
+    if !report.trades.is_empty() {
+        println!();
+        println!(
+            "{:<20} {:<10} {:<5} {:>14} {:>14} {:>12} {:<14}",
+            "CLOSED", "SYMBOL", "SIDE", "ENTRY", "EXIT", "NET P&L", "REASON"
+        );
+        for t in &report.trades {
+            println!(
+                "{:<20} {:<10} {:<5} {:>14} {:>14} {:>12} {:<14}",
+                &iso8601(t.closed_at_ms)[..19],
+                t.symbol,
+                t.side.as_str(),
+                t.entry_price.round_dp(4),
+                t.exit_price.round_dp(4),
+                t.net_pnl.round_dp(2),
+                t.exit_reason
+            );
+        }
+    }
+}
