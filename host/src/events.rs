@@ -24,14 +24,16 @@ pub enum Channel {
     Trades,
     Alarms,
     BotStatus,
+    Backtests,
 }
 
 impl Channel {
-    pub const ALL: [Channel; 4] = [
+    pub const ALL: [Channel; 5] = [
         Channel::Positions,
         Channel::Trades,
         Channel::Alarms,
         Channel::BotStatus,
+        Channel::Backtests,
     ];
 
     pub fn parse(name: &str) -> Option<Channel> {
@@ -46,6 +48,7 @@ impl Channel {
             Channel::Trades => "trades",
             Channel::Alarms => "alarms",
             Channel::BotStatus => "bot_status",
+            Channel::Backtests => "backtests",
         }
     }
 }

@@ -75,6 +75,8 @@ pub struct AppInner {
     pub payments: Box<dyn billing::provider::PaymentProvider>,
     pub usage: billing::usage::UsageCounter,
     pub tracker: performance::Tracker,
+    /// Backtests this process is running.
+    pub backtests: backtest::runs::Runs,
     /// Bearer token that may read `/metrics` without an admin session (`TRADEHOST_METRICS_TOKEN`).
     pub metrics_token: Option<String>,
     /// The in-process limiter, kept concrete for its sweeper; `limiter` is what the code uses.
@@ -115,6 +117,7 @@ impl App {
             payments,
             usage: billing::usage::UsageCounter::default(),
             tracker: performance::Tracker::default(),
+            backtests: backtest::runs::Runs::default(),
             metrics_token: config.metrics_token.clone(),
             jwt: Jwt::new(&secrets.jwt_secret, config.access_token_ttl),
             passwords: Passwords::for_this_machine(),
@@ -185,6 +188,9 @@ pub fn rocket(figment: Figment, app: App) -> Rocket<Build> {
         .attach(AdHoc::on_liftoff("background tasks", |rocket| {
             Box::pin(async move {
                 let app = rocket.state::<App>().expect("App is managed");
+                if let Err(err) = backtest::runs::recover(app).await {
+                    tracing::warn!(error = ?err.log, "marking interrupted backtests failed");
+                }
                 app.spawn_background();
                 if let Err(err) = companion::restart::write_pid_file(&app.config.data_dir) {
                     tracing::warn!(error = %err, "`tradehost restart` will not find this server");

@@ -27,6 +27,7 @@ pub mod prelude {
         Platform400InvalidBody, Platform400InvalidRequest,
         Platform400InvalidRequestOrUnsupportedBroker, Platform401TokenExpiredOrTokenInvalid,
         Platform403AccountDisabledOrAccountSuspended,
+        Platform403AccountDisabledOrAccountSuspendedOrExceedsTierLimit,
         Platform403AccountDisabledOrAccountSuspendedOrUnauthorized, Platform404NotFound,
         Platform413PayloadTooLarge, Platform429RateLimitExceeded, Platform500InternalError,
         Platform502BrokerError, Platform502PluginError,
@@ -53,6 +54,7 @@ pub mod prelude {
         (name = "analytics", description = "Platform API: dashboard figures, trade breakdowns and exports."),
         (name = "market", description = "Platform API: candles for charts, from a broker plugin."),
         (name = "candles", description = "Platform API: historical candles for backtests (admins only)."),
+        (name = "backtests", description = "Platform API: backtests of strategies over historical candles, with the engine a bot runs."),
         (name = "subscription", description = "Platform API: plans, the current subscription, upgrade, cancel and usage."),
         (name = "webhooks", description = "Platform API: inbound trading signals and payment-provider events (they authenticate themselves; no bearer token)."),
         (name = "admin", description = "Platform API, admins only: users, kill switch, metrics and audit log."),
@@ -88,6 +90,7 @@ pub mod prelude {
             Platform400InvalidRequestOrUnsupportedBroker,
             Platform401TokenExpiredOrTokenInvalid,
             Platform403AccountDisabledOrAccountSuspended,
+            Platform403AccountDisabledOrAccountSuspendedOrExceedsTierLimit,
             Platform403AccountDisabledOrAccountSuspendedOrUnauthorized,
             Platform404NotFound,
             Platform413PayloadTooLarge,
@@ -416,6 +419,7 @@ error_responses! {
     Platform400InvalidRequestOrUnsupportedBroker: Platform, "Bad request: INVALID_REQUEST, UNSUPPORTED_BROKER", [InvalidRequest, UnsupportedBroker];
     Platform401TokenExpiredOrTokenInvalid: Platform, "Not authenticated: TOKEN_INVALID, TOKEN_EXPIRED", [TokenExpired, TokenInvalid];
     Platform403AccountDisabledOrAccountSuspended: Platform, "Forbidden: ACCOUNT_SUSPENDED, ACCOUNT_DISABLED", [AccountDisabled, AccountSuspended];
+    Platform403AccountDisabledOrAccountSuspendedOrExceedsTierLimit: Platform, "Forbidden: ACCOUNT_SUSPENDED, ACCOUNT_DISABLED, EXCEEDS_TIER_LIMIT", [AccountDisabled, AccountSuspended, ExceedsTierLimit];
     Platform403AccountDisabledOrAccountSuspendedOrUnauthorized: Platform, "Forbidden: ACCOUNT_SUSPENDED, ACCOUNT_DISABLED, UNAUTHORIZED", [AccountDisabled, AccountSuspended, Unauthorized];
     Platform404NotFound: Platform, "Not found: NOT_FOUND", [NotFound];
     Platform413PayloadTooLarge: Platform, "Payload too large: PAYLOAD_TOO_LARGE", [PayloadTooLarge];

@@ -4,13 +4,14 @@
 pub mod costs;
 pub mod replay;
 pub mod report;
+pub mod runs;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use rust_decimal::Decimal;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::billing::plans::Entitlement;
 use crate::candles::{self, interval_ms};
@@ -36,7 +37,7 @@ pub use report::Report;
 pub const MAX_SYMBOLS: usize = 50;
 
 /// What to backtest.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Request {
     pub strategy: String,
     /// Settings of the strategy's configuration that differ from the installed ones.
@@ -171,6 +172,38 @@ pub fn plan(registry: &Registry, mut request: Request) -> ApiResult<Plan> {
     })
 }
 
+/// Refuses, before a run is recorded, a run over imported candles the store does not have in
+/// its range (a broker's are downloaded when the run starts).
+pub async fn check_stored(db: &Db, registry: &Registry, plan: &Plan) -> ApiResult<()> {
+    let request = &plan.request;
+    if registry.active(PluginKind::Broker, &request.source).is_ok() {
+        return Ok(());
+    }
+    for symbol in &request.symbols {
+        let key = candles::series_key(&request.source, symbol, &request.interval)?;
+        let covers = candles::summary(db, &key).await.ok().is_some_and(|s| {
+            s.candles > 0
+                && s.first_ms + plan.interval_ms <= request.to_ms
+                && s.last_ms + plan.interval_ms >= request.from_ms
+        });
+        if !covers {
+            return Err(missing(plan, symbol));
+        }
+    }
+    Ok(())
+}
+
+fn missing(plan: &Plan, symbol: &str) -> ApiError {
+    let request = &plan.request;
+    ApiError::invalid_field(
+        "symbols",
+        format!(
+            "no {symbol} candles at {} from {} in the range; import or download them first",
+            request.interval, request.source
+        ),
+    )
+}
+
 /// The candles a run reads for each symbol: its range and the history before it.
 pub async fn load_candles(
     db: &Db,
@@ -186,13 +219,7 @@ pub async fn load_candles(
             .iter()
             .any(|c| c.timestamp_ms + plan.interval_ms >= request.from_ms)
         {
-            return Err(ApiError::invalid_field(
-                "symbols",
-                format!(
-                    "no {symbol} candles at {} from {} in the range; import or download them first",
-                    request.interval, request.source
-                ),
-            ));
+            return Err(missing(plan, symbol));
         }
         loaded.push((symbol.clone(), series));
     }

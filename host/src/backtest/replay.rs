@@ -78,7 +78,7 @@ impl SymbolCandles {
 }
 
 /// A refused entry or an ignored signal, for the report.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct Skipped {
     pub at_ms: i64,
     pub symbol: String,

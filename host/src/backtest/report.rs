@@ -3,7 +3,7 @@
 //! equity and drawdown curves, and the entries the checks refused.
 
 use rust_decimal::Decimal;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Plan;
 use super::costs::Costs;
@@ -16,7 +16,7 @@ use crate::engine::reports::closed_trade;
 /// Points of the equity curve a report keeps at most (the last of each equal stretch of steps).
 pub const MAX_CURVE_POINTS: usize = 1000;
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Report {
     pub strategy: String,
     pub strategy_version: String,
@@ -53,7 +53,7 @@ pub struct Report {
     pub seconds: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TradeRecord {
     pub id: String,
     pub symbol: String,
@@ -92,7 +92,7 @@ impl From<&CompletedTrade> for TradeRecord {
     }
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OpenPosition {
     pub symbol: String,
     pub side: Side,
@@ -103,7 +103,7 @@ pub struct OpenPosition {
     pub opened_at_ms: i64,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CurvePoint {
     pub at_ms: i64,
     pub equity: f64,

@@ -18,12 +18,12 @@
 
 use rust_decimal::Decimal;
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Decimal places kept for prices, quantities and money.
 pub const SCALE: u32 = 8;
 
-#[derive(utoipa::ToSchema, Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
     Long,

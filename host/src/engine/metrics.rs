@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Months, NaiveDate};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use statrs::statistics::Statistics;
 
 const MS_PER_DAY: f64 = 86_400_000.0;
@@ -47,7 +47,7 @@ pub struct EquityPoint {
 /// The figures of the performance endpoint, all finite. `win_rate` is a
 /// fraction (0..1); losses and drawdowns are negative numbers (or 0);
 /// `total_pnl` is the gross sum, `net_pnl` the net one.
-#[derive(utoipa::ToSchema, Debug, Clone, PartialEq, Serialize, Default)]
+#[derive(utoipa::ToSchema, Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct PerformanceMetrics {
     pub total_trades: u64,
     pub winning_trades: u64,

@@ -47,6 +47,7 @@ macro_rules! on {
 pub mod accounts;
 pub mod alarms;
 pub mod audit;
+pub mod backtests;
 pub mod billing;
 pub mod bots;
 pub mod brokers;

@@ -4,6 +4,7 @@ pub mod account;
 pub mod admin;
 pub mod analytics;
 pub mod auth;
+pub mod backtests;
 pub mod candles;
 pub mod config;
 pub mod market;
@@ -23,6 +24,7 @@ crate::api::route_sets![
     analytics,
     market,
     candles,
+    backtests,
     config,
     notifications,
     subscription,
