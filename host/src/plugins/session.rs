@@ -63,6 +63,7 @@ impl<'a> StrategySession<'a> {
         }
         let store: &mut Store<PluginState> = &mut self.call_store.store;
         self.runtime.rearm(store);
+        store.data_mut().clock_ms = Some(ctx.now_ms);
         let called = match &self.instance {
             Instance::Current(strategy) => strategy.call_evaluate(&mut *store, ctx),
             Instance::V0_1(strategy) => strategy

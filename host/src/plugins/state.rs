@@ -41,6 +41,9 @@ pub struct PluginState {
     /// counts the plugin's own time, not the venue's.
     pub started: Instant,
     pub waited: Duration,
+    /// The time `now-ms` answers in a backtest (the simulated time of the call); the clock's
+    /// otherwise.
+    pub clock_ms: Option<i64>,
 }
 
 impl PluginState {
@@ -76,6 +79,7 @@ impl PluginState {
             http,
             started: Instant::now(),
             waited: Duration::ZERO,
+            clock_ms: None,
         }
     }
 
@@ -157,7 +161,8 @@ impl host::Host for PluginState {
     }
 
     fn now_ms(&mut self) -> i64 {
-        chrono::Utc::now().timestamp_millis()
+        self.clock_ms
+            .unwrap_or_else(|| chrono::Utc::now().timestamp_millis())
     }
 
     fn config(&mut self, key: String) -> Option<String> {
@@ -244,7 +249,8 @@ impl v0_1::strategy::tradehost::plugin::host::Host for PluginState {
     }
 
     fn now_ms(&mut self) -> i64 {
-        chrono::Utc::now().timestamp_millis()
+        self.clock_ms
+            .unwrap_or_else(|| chrono::Utc::now().timestamp_millis())
     }
 
     fn config(&mut self, key: String) -> Option<String> {
