@@ -203,73 +203,30 @@ async fn the_command_line_backtests_deterministically_and_refuses_bad_input_by_f
         ],
     );
     assert!(imported.ok, "{}", imported.stderr);
-    let window = [
-        "--from",
-        &from,
-        "--to",
-        &(START + 400 * FIVE_MINUTES).to_string(),
-    ];
-    let hourly = refusal(&tradehost(
-        &server,
-        &[
-            &[
-                "backtest",
-                "--strategy",
-                "ema-cross",
-                "--symbols",
-                "BTC-USD",
-                "--source",
-                "csv",
-                "--interval",
-                "1h",
-            ][..],
-            &window,
-        ]
-        .concat(),
-    ));
+    let to = (START + 400 * FIVE_MINUTES).to_string();
+    // ema-cross over BTC-USD from START to `to`, with `more` arguments.
+    let btc = |more: &[&str]| {
+        let base = [
+            "backtest",
+            "--strategy",
+            "ema-cross",
+            "--symbols",
+            "BTC-USD",
+            "--from",
+            &from,
+            "--to",
+            &to,
+        ];
+        tradehost(&server, &[&base[..], more].concat())
+    };
+    let hourly = refusal(&btc(&["--source", "csv", "--interval", "1h"]));
     assert!(
         hourly.contains("no BTC-USD candles at 1h from csv"),
         "{hourly}"
     );
-    let from_store = report(&tradehost(
-        &server,
-        &[
-            &[
-                "backtest",
-                "--strategy",
-                "ema-cross",
-                "--symbols",
-                "BTC-USD",
-                "--source",
-                "csv",
-                "--interval",
-                "5m",
-                "--json",
-            ][..],
-            &window,
-        ]
-        .concat(),
-    ));
+    let from_store = report(&btc(&["--source", "csv", "--interval", "5m", "--json"]));
     // The same candles from a file give the same report.
-    let from_file = report(&tradehost(
-        &server,
-        &[
-            &[
-                "backtest",
-                "--strategy",
-                "ema-cross",
-                "--symbols",
-                "BTC-USD",
-                "--data",
-                &path,
-                "--interval",
-                "5m",
-                "--json",
-            ][..],
-            &window,
-        ]
-        .concat(),
-    ));
+    let from_file = report(&btc(&["--data", &path, "--interval", "5m", "--json"]));
     assert_eq!(from_store["trades"], from_file["trades"]);
     assert_eq!(from_store["candles"], 400);
     let broken = dir.path().join("broken.csv");
@@ -278,24 +235,12 @@ async fn the_command_line_backtests_deterministically_and_refuses_bad_input_by_f
         format!("{csv}{},100,99,98,100,1\n", START + 400 * FIVE_MINUTES),
     )
     .unwrap();
-    let refused = refusal(&tradehost(
-        &server,
-        &[
-            &[
-                "backtest",
-                "--strategy",
-                "ema-cross",
-                "--symbols",
-                "BTC-USD",
-                "--data",
-                &broken.to_string_lossy(),
-                "--interval",
-                "5m",
-            ][..],
-            &window,
-        ]
-        .concat(),
-    ));
+    let refused = refusal(&btc(&[
+        "--data",
+        &broken.to_string_lossy(),
+        "--interval",
+        "5m",
+    ]));
     assert!(refused.contains("line 402"), "{refused}");
 }
 

@@ -111,6 +111,27 @@ pub async fn upload(app: &App, crate_dir: &str, wasm: &str) -> String {
     version
 }
 
+/// Creates a user (no login) and returns its id.
+pub async fn user(app: &App, email: &str) -> String {
+    let id = uuid::Uuid::new_v4().to_string();
+    let now = now_ms();
+    users::insert(
+        &app.db.pool,
+        &users::NewUser {
+            id: &id,
+            email,
+            full_name: "Bench",
+            password_hash: "not-a-login",
+            role: "user",
+            trial_ends_at: None,
+            created_at: now,
+        },
+    )
+    .await
+    .unwrap();
+    id
+}
+
 /// Creates `count` users, each with a paper connection and a started bot.
 pub async fn start_bots(app: &App, count: u64, strategy: &str) {
     let now = now_ms();

@@ -27,7 +27,7 @@ use crate::engine::wire::{wire_account, wire_positions};
 use crate::engine::{DAY_MS, Trader};
 use crate::plugins::bindings::risk_rule::{ProposedOrder, RiskContext};
 use crate::plugins::bindings::strategy::{Evaluation, ScanContext};
-use crate::plugins::bindings::types::{Candle, Series, SignalAction, Verdict};
+use crate::plugins::bindings::types::{Candle, Series, Verdict};
 
 /// Scans of one step at most: a close and the entry that follows it take two; a third finds
 /// nothing left to do unless the strategy answers the same candles differently each time.
@@ -280,11 +280,8 @@ impl<'a, P: Plugins> Replay<'a, P> {
         let evaluation = self.plugins.evaluate(&ctx)?;
         self.trader.set_strategy_state(&evaluation.state);
         for signal in evaluation.signals {
-            let side = match signal.action {
-                SignalAction::Hold => continue,
-                SignalAction::Close => None,
-                SignalAction::OpenLong => Some(Side::Long),
-                SignalAction::OpenShort => Some(Side::Short),
+            let Some(side) = entry::wanted(signal.action) else {
+                continue;
             };
             self.outcome.signals += 1;
             let held = self
@@ -297,23 +294,10 @@ impl<'a, P: Plugins> Replay<'a, P> {
                 (None, Some((id, _))) => self.close(&id, "signal", now),
                 (Some(side), Some((id, held))) if held != side => self.close(&id, "signal", now),
                 (Some(side), None) => {
-                    let stop_loss = signal
-                        .stop_loss
-                        .and_then(decimal)
-                        .filter(|p| *p > Decimal::ZERO);
-                    let take_profit = signal
-                        .take_profit
-                        .first()
-                        .copied()
-                        .and_then(decimal)
-                        .filter(|p| *p > Decimal::ZERO);
-                    if let Err(why) = self.open(
-                        &signal.symbol,
-                        side,
-                        signal.size_usd,
-                        (stop_loss, take_profit),
-                        now,
-                    )? {
+                    let levels = entry::protective_levels(&signal);
+                    if let Err(why) =
+                        self.open(&signal.symbol, side, signal.size_usd, levels, now)?
+                    {
                         self.skip(now, &signal.symbol, why);
                     }
                 }
@@ -447,7 +431,7 @@ impl<'a, P: Plugins> Replay<'a, P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::bindings::types::Signal;
+    use crate::plugins::bindings::types::{Signal, SignalAction};
 
     const MINUTE: i64 = 60_000;
     const START: i64 = 1_709_251_200_000;

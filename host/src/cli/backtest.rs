@@ -150,14 +150,16 @@ pub async fn run(config: &AppConfig, args: BacktestArgs) -> Result<()> {
             let _ = std::io::stderr().flush();
         }
     };
-    // The command line is the operator's: every limit of the top plan, the default settings.
+    // The command line is the operator's: every limit of the top plan, the default settings with
+    // the run's symbols allowed.
     let entitlement = Entitlement {
         tier: Tier::Enterprise,
         trial_active: false,
         effective: Tier::Enterprise,
     };
     let capital = crate::engine::accounting::float(plan.request.initial_capital);
-    let settings = Settings::resolve(&Default::default(), &entitlement, capital);
+    let mut settings = Settings::resolve(&Default::default(), &entitlement, capital);
+    settings.trading.allowed_pairs = plan.request.symbols.clone();
     let report = tokio::task::block_in_place(|| {
         backtest::execute(
             &registry,

@@ -9,7 +9,27 @@ use super::accounting::{self, Side, decimal, float};
 use super::trader::Trader;
 use super::wire::{thresholds, wire_account, wire_positions, wire_side};
 use crate::plugins::bindings::risk_rule::{ProposedOrder, RiskContext};
-use crate::plugins::bindings::types::Verdict;
+use crate::plugins::bindings::types::{Signal, SignalAction, Verdict};
+
+/// What a strategy's signal asks for: nothing (hold), `Some(None)` to close what is held on its
+/// symbol, or a side to hold.
+pub fn wanted(action: SignalAction) -> Option<Option<Side>> {
+    match action {
+        SignalAction::Hold => None,
+        SignalAction::Close => Some(None),
+        SignalAction::OpenLong => Some(Some(Side::Long)),
+        SignalAction::OpenShort => Some(Some(Side::Short)),
+    }
+}
+
+/// A signal's stop and first take-profit, where they are positive prices.
+pub fn protective_levels(signal: &Signal) -> (Option<Decimal>, Option<Decimal>) {
+    let positive = |price: f64| decimal(price).filter(|p| *p > Decimal::ZERO);
+    (
+        signal.stop_loss.and_then(positive),
+        signal.take_profit.first().copied().and_then(positive),
+    )
+}
 
 /// Smallest order worth sending, in account currency.
 pub const MIN_ORDER_USD: Decimal = Decimal::ONE;
@@ -248,6 +268,26 @@ mod tests {
                 Decimal::from(1_000_000_000_000i64)
             ),
             Err("quantity rounds to zero".to_string())
+        );
+    }
+
+    #[test]
+    fn a_signal_says_what_it_wants_and_only_positive_levels_count() {
+        assert_eq!(wanted(SignalAction::Hold), None);
+        assert_eq!(wanted(SignalAction::Close), Some(None));
+        assert_eq!(wanted(SignalAction::OpenShort), Some(Some(Side::Short)));
+        let signal = Signal {
+            symbol: "BTC-USD".into(),
+            action: SignalAction::OpenLong,
+            size_usd: 100.0,
+            stop_loss: Some(-1.0),
+            take_profit: vec![105.5, 110.0],
+            confidence: 1.0,
+            reason: String::new(),
+        };
+        assert_eq!(
+            protective_levels(&signal),
+            (None, Some(Decimal::new(1055, 1)))
         );
     }
 }

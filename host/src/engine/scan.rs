@@ -23,7 +23,7 @@ use crate::App;
 use crate::events::Channel;
 use crate::plugins::PluginKind;
 use crate::plugins::bindings::strategy::ScanContext;
-use crate::plugins::bindings::types::{Candle, Series, SignalAction};
+use crate::plugins::bindings::types::{Candle, Series};
 use crate::plugins::off_thread as blocking;
 use crate::store::snapshots::Snapshot;
 use crate::store::{new_id, now_ms};
@@ -238,27 +238,17 @@ pub async fn scan(
             .map_err(|err| err.to_string())?;
         trader.set_strategy_state(&evaluation.state);
         for signal in evaluation.signals {
-            let side = match signal.action {
-                SignalAction::Hold => continue,
-                SignalAction::Close => None,
-                SignalAction::OpenLong => Some(Side::Long),
-                SignalAction::OpenShort => Some(Side::Short),
+            let Some(side) = entry::wanted(signal.action) else {
+                continue;
             };
+            let (stop_loss, take_profit) = entry::protective_levels(&signal);
             let entry = Entry {
                 strategy: trader.bot.strategy.clone(),
                 size_usd: signal.size_usd,
                 price: prices.get(&signal.symbol).copied(),
                 limit_price: None,
-                stop_loss: signal
-                    .stop_loss
-                    .and_then(decimal)
-                    .filter(|p| *p > Decimal::ZERO),
-                take_profit: signal
-                    .take_profit
-                    .first()
-                    .copied()
-                    .and_then(decimal)
-                    .filter(|p| *p > Decimal::ZERO),
+                stop_loss,
+                take_profit,
             };
             act(app, trader, scan_seq, &signal.symbol, side, entry, None).await?;
         }
