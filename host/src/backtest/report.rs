@@ -40,8 +40,8 @@ pub struct Report {
     pub fees_paid: Decimal,
     pub metrics: PerformanceMetrics,
     pub sortino_ratio: f64,
-    pub trades: Vec<TradeRecord>,
-    pub open_positions: Vec<OpenPosition>,
+    pub trades: Vec<BacktestTrade>,
+    pub open_positions: Vec<BacktestPosition>,
     pub equity_curve: Vec<CurvePoint>,
     pub skipped: Vec<Skipped>,
     pub skipped_more: u64,
@@ -54,7 +54,7 @@ pub struct Report {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct TradeRecord {
+pub struct BacktestTrade {
     pub id: String,
     pub symbol: String,
     pub side: Side,
@@ -71,9 +71,9 @@ pub struct TradeRecord {
     pub closed_at_ms: i64,
 }
 
-impl From<&CompletedTrade> for TradeRecord {
+impl From<&CompletedTrade> for BacktestTrade {
     fn from(t: &CompletedTrade) -> Self {
-        TradeRecord {
+        BacktestTrade {
             id: t.id.clone(),
             symbol: t.symbol.clone(),
             side: t.side,
@@ -93,7 +93,7 @@ impl From<&CompletedTrade> for TradeRecord {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct OpenPosition {
+pub struct BacktestPosition {
     pub symbol: String,
     pub side: Side,
     pub quantity: Decimal,
@@ -146,11 +146,11 @@ impl Report {
             fees_paid: trader.account.fees_paid,
             metrics,
             sortino_ratio: metrics::finite(sortino),
-            trades: outcome.trades.iter().map(TradeRecord::from).collect(),
+            trades: outcome.trades.iter().map(BacktestTrade::from).collect(),
             open_positions: trader
                 .positions
                 .iter()
-                .map(|p| OpenPosition {
+                .map(|p| BacktestPosition {
                     symbol: p.symbol.clone(),
                     side: p.side,
                     quantity: p.quantity,

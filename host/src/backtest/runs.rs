@@ -10,7 +10,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::report::{CurvePoint, OpenPosition, Report, TradeRecord};
+use super::report::{CurvePoint, BacktestPosition, Report, BacktestTrade};
 use super::{Costs, Request};
 use crate::App;
 use crate::auth::Principal;
@@ -143,11 +143,11 @@ pub struct BacktestView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<PerformanceMetrics>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub summary: Option<Summary>,
+    pub summary: Option<BacktestSummary>,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Summary {
+pub struct BacktestSummary {
     pub strategy_version: String,
     pub final_equity: Decimal,
     pub realized_pnl: Decimal,
@@ -161,8 +161,8 @@ pub struct Summary {
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct BacktestTrades {
-    pub trades: Vec<TradeRecord>,
-    pub open_positions: Vec<OpenPosition>,
+    pub trades: Vec<BacktestTrade>,
+    pub open_positions: Vec<BacktestPosition>,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -520,7 +520,7 @@ fn view(row: BacktestRow, report: Option<&Report>) -> BacktestView {
         started_at: row.started_at.map(iso8601),
         finished_at: row.finished_at.map(iso8601),
         metrics: report.map(|r| r.metrics.clone()),
-        summary: report.map(|r| Summary {
+        summary: report.map(|r| BacktestSummary {
             strategy_version: r.strategy_version.clone(),
             final_equity: r.final_equity,
             realized_pnl: r.realized_pnl,
