@@ -10,7 +10,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::report::{CurvePoint, BacktestPosition, Report, BacktestTrade};
+use super::report::{BacktestPosition, BacktestTrade, CurvePoint, Report};
 use super::{Costs, Request};
 use crate::App;
 use crate::auth::Principal;
