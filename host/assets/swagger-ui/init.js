@@ -5,6 +5,9 @@ window.addEventListener("load", function () {
     url: "/api/openapi.json",
     dom_id: "#swagger-ui",
     deepLinking: true,
+    // Tags start collapsed: this Swagger UI stops rendering an expanded list of this many
+    // operations part-way (after the first few), and a list of tags reads better anyway.
+    docExpansion: "none",
     persistAuthorization: true,
     tryItOutEnabled: true,
     validatorUrl: null,
