@@ -2,12 +2,16 @@
 //! `backtests`), side by side with the way a live scan calls a strategy (a fresh instance per
 //! call) over the same candles in the same run.
 //!
-//! Cases (`BENCH_DAYS`, default 365, of five-minute candles of random walks imported first):
+//! Cases (`BENCH_DAYS`, default 365, of five-minute candles of random walks imported first;
+//! `BENCH_INTERVAL=1m` for one-minute candles):
 //! - ema-cross and apex over one symbol, each with one instance for the run and, as the
 //!   reference, a fresh instance per step;
 //! - ema-cross over `BENCH_SYMBOLS` (default 20) symbols in one run;
 //! - two one-symbol runs at once against the same two one after the other (the cores);
 //! - the resident memory the process reached.
+//!
+//! `BENCH_NO_REFERENCE=1` leaves the references out (for a profile of the runs alone);
+//! `BENCH_PHASES=1` prints each run's time loading, replaying and writing.
 //!
 //! `cargo bench -p tradehost --bench backtest` (SQLite; PostgreSQL with `DATABASE_URL=postgres://…`).
 
@@ -28,18 +32,29 @@ use tradehost::engine::accounting::Account;
 use tradehost::plugins::Active;
 use tradehost::plugins::bindings::risk_rule::{ProposedOrder, RiskContext};
 use tradehost::plugins::bindings::strategy::{Evaluation, ScanContext};
-use tradehost::plugins::bindings::types::Verdict;
+use tradehost::plugins::bindings::strategy_replay::exports::tradehost::plugin::replay::{
+    SeriesKey, StepContext,
+};
+use tradehost::plugins::bindings::types::{Signal, Verdict};
+use tradehost::plugins::session::{CallPath, StrategySession};
 use tradehost::settings::Settings;
 use tradehost::store::backtests::{self as rows, BacktestRow};
 use tradehost::store::bots::BotRow;
 use tradehost::store::{new_id, now_ms};
 
-const FIVE_MINUTES: i64 = 300_000;
+/// The candles' interval: five minutes, or one with `BENCH_INTERVAL=1m` (the memory case: 20
+/// symbols × a year of one-minute candles).
+fn interval() -> (&'static str, i64) {
+    match std::env::var("BENCH_INTERVAL").as_deref() {
+        Ok("1m") => ("1m", 60_000),
+        _ => ("5m", 300_000),
+    }
+}
 /// 2024-01-01T00:00:00Z.
 const START: i64 = 1_704_067_200_000;
 
-/// Five-minute candles of a random walk seeded by `seed`.
-fn csv(seed: u64, count: i64) -> String {
+/// Candles of a random walk seeded by `seed`, one per `interval_ms`.
+fn csv(seed: u64, count: i64, interval_ms: i64) -> String {
     let mut text = String::with_capacity(count as usize * 64);
     let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ seed.wrapping_mul(0xA24B_AED4_963E_E407);
     let mut price = 100.0 + seed as f64;
@@ -52,7 +67,7 @@ fn csv(seed: u64, count: i64) -> String {
         let (high, low) = (open.max(close) * 1.001, open.min(close) * 0.999);
         text.push_str(&format!(
             "{},{open:.4},{high:.4},{low:.4},{close:.4},{}\n",
-            START + i * FIVE_MINUTES,
+            START + i * interval_ms,
             (state % 10_000) as f64 / 10.0 + 1.0
         ));
         price = close;
@@ -67,9 +82,9 @@ fn symbol(i: usize) -> String {
 fn request(strategy: &str, symbols: Vec<String>, days: i64) -> Request {
     Request {
         strategy: strategy.into(),
-        config: [("interval".to_string(), "5m".to_string())].into(),
+        config: [("interval".to_string(), interval().0.to_string())].into(),
         symbols,
-        interval: "5m".into(),
+        interval: interval().0.into(),
         source: "bench".into(),
         from_ms: START + 2 * 86_400_000,
         to_ms: START + days * 86_400_000,
@@ -96,6 +111,7 @@ async fn run(app: &App, user_id: &str, request: Request) -> (u64, f64, u64) {
     let started = Instant::now();
     let plan = backtest::plan(&app.plugins, request).unwrap();
     let candles = backtest::load_candles(&app.db, &plan).await.unwrap();
+    let loaded = started.elapsed().as_secs_f64();
     let registry = app.plugins.clone();
     let report = tokio::task::spawn_blocking(move || {
         backtest::execute(
@@ -110,7 +126,15 @@ async fn run(app: &App, user_id: &str, request: Request) -> (u64, f64, u64) {
     })
     .await
     .unwrap();
+    let replayed = started.elapsed().as_secs_f64();
     write(app, user_id, &report).await;
+    if std::env::var_os("BENCH_PHASES").is_some() {
+        println!(
+            "  load {loaded:.3} s, replay and report {:.3} s, write {:.3} s",
+            replayed - loaded,
+            started.elapsed().as_secs_f64() - replayed
+        );
+    }
     (
         report.candles,
         started.elapsed().as_secs_f64(),
@@ -147,6 +171,12 @@ struct FreshInstance {
 }
 
 impl Plugins for FreshInstance {
+    fn begin(&mut self, _: &[SeriesKey], _: u32) -> Result<bool, String> {
+        Ok(false)
+    }
+    fn step(&mut self, _: &StepContext) -> Result<Vec<Signal>, String> {
+        Err("a fresh instance per call takes whole windows".into())
+    }
     fn evaluate(&mut self, ctx: &ScanContext) -> Result<Evaluation, String> {
         self.registry
             .runtime()
@@ -238,16 +268,21 @@ async fn main() {
     let symbol_count = support::env_or("BENCH_SYMBOLS", 20) as usize;
     let dir = tempfile::tempdir().unwrap();
     let app = support::app(dir.path(), &[]).await;
-    let count = days * 288;
+    let (bar, interval_ms) = interval();
+    let count = days * 86_400_000 / interval_ms;
     let started = Instant::now();
     for i in 0..symbol_count.max(2) {
-        let key = candles::series_key("bench", &symbol(i), "5m").unwrap();
-        candles::import_csv(&app.db, &key, csv(i as u64, count).into_bytes())
-            .await
-            .unwrap();
+        let key = candles::series_key("bench", &symbol(i), bar).unwrap();
+        candles::import_csv(
+            &app.db,
+            &key,
+            csv(i as u64, count, interval_ms).into_bytes(),
+        )
+        .await
+        .unwrap();
     }
     println!(
-        "{} symbols × {days} days of 5-minute candles imported in {:.1} s, on {}",
+        "{} symbols × {days} days of {bar} candles imported in {:.1} s, on {}",
         symbol_count.max(2),
         started.elapsed().as_secs_f64(),
         app.db.backend.name()
@@ -259,10 +294,13 @@ async fn main() {
     );
     for strategy in ["ema-cross", "apex"] {
         let one = request(strategy, vec![symbol(0)], days);
-        let session = line(
+        let session_rate = line(
             &format!("{strategy}, 1 symbol, one instance (end to end)"),
             run(&app, &user_id, one.clone()).await,
         );
+        if std::env::var_os("BENCH_NO_REFERENCE").is_some() {
+            continue;
+        }
         // The reference over the same candles: the replay alone with a fresh instance a call.
         let plan = backtest::plan(&app.plugins, one).unwrap();
         let candles = backtest::load_candles(&app.db, &plan).await.unwrap();
@@ -276,23 +314,27 @@ async fn main() {
             replay(&plan, candles.clone(), FreshInstance { registry, active }),
         );
         let runtime = app.plugins.runtime();
-        let session_plugins = WasmPlugins {
-            session: tradehost::plugins::session::StrategySession::start(
-                runtime,
-                &plan.strategy,
-                plan.target.clone(),
-            )
-            .unwrap(),
-            runtime,
+        // Without the risk rules, as the reference.
+        let session = |path| WasmPlugins {
+            session: StrategySession::start(runtime, &plan.strategy, plan.target.clone(), path)
+                .unwrap(),
             rules: Vec::new(),
         };
-        let kept = line(
-            &format!("{strategy}, 1 symbol, one instance (replay)"),
-            replay(&plan, candles, session_plugins),
+        let windows = replay(&plan, candles.clone(), session(CallPath::Evaluate));
+        let steps = replay(&plan, candles, session(CallPath::Preferred));
+        assert_eq!(windows.2, steps.2, "both paths make the same trades");
+        let windows = line(
+            &format!("{strategy}, 1 symbol, one instance, windows (replay)"),
+            windows,
+        );
+        let steps = line(
+            &format!("{strategy}, 1 symbol, one instance, steps (replay)"),
+            steps,
         );
         println!(
-            "{strategy}: one instance {:.2}x a fresh instance a step; end to end {session:.0} candles/s",
-            kept / fresh
+            "{strategy}: one instance taking steps {:.2}x, given windows {:.2}x a fresh instance a step; end to end {session_rate:.0} candles/s",
+            steps / fresh,
+            windows / fresh,
         );
     }
 

@@ -10,12 +10,16 @@ use std::time::{Duration, Instant};
 use tradehost::plugins::bindings::broker::Credentials;
 use tradehost::plugins::bindings::risk_rule::{ProposedOrder, RiskContext};
 use tradehost::plugins::bindings::strategy::{Evaluation, ScanContext};
+use tradehost::plugins::bindings::strategy_replay::exports::tradehost::plugin::replay::{
+    ClosedCandle, SeriesKey, StepContext,
+};
 use tradehost::plugins::bindings::types::{
     Account, AlarmLevel, BrokerError, KpiSnapshot, OrderKind, OrderQuery, OrderRequest, OrderSide,
     OrderStatus, Series, Side, SignalAction, Threshold, Verdict,
 };
 use tradehost::plugins::builtin::BUILTINS;
 use tradehost::plugins::calls::BrokerAccount;
+use tradehost::plugins::session::{CallPath, StrategySession};
 use tradehost::plugins::{Limits, Manifest, PluginError, PluginKind, PluginRuntime, Registry};
 
 fn repo() -> PathBuf {
@@ -129,6 +133,84 @@ fn scan(market: Vec<Series>) -> ScanContext {
 fn evaluate(registry: &Registry, name: &str, ctx: &ScanContext) -> Result<Evaluation, PluginError> {
     let active = registry.active(PluginKind::Strategy, name)?;
     registry.runtime().evaluate_strategy(&active, ctx)
+}
+
+/// A backtest calls an SDK strategy through its `replay` export (each candle handed over
+/// once, windows and state kept in the guest); a live scan calls `evaluate` with whole windows.
+/// Step after step over the paper market, both give the same signals.
+#[test]
+fn a_strategy_gives_the_same_signals_by_steps_as_by_whole_windows() {
+    let registry = registry();
+    let runtime = registry.runtime();
+    let symbols = ["BTC-USD", "ETH-USD", "SOL-USD"];
+    let data = market(&registry, &symbols, "1m", 700);
+    let keys: Vec<SeriesKey> = symbols
+        .iter()
+        .map(|symbol| SeriesKey {
+            symbol: symbol.to_string(),
+            interval: "1m".into(),
+        })
+        .collect();
+    for name in ["ema-cross", "apex"] {
+        let active = registry.active(PluginKind::Strategy, name).unwrap();
+        let mut target = active.target.clone();
+        let mut config = (*target.config).clone();
+        config.insert("interval".into(), "1m".into());
+        target.config = Arc::new(config);
+        let mut windows =
+            StrategySession::start(runtime, &active, target.clone(), CallPath::Evaluate).unwrap();
+        let mut steps =
+            StrategySession::start(runtime, &active, target, CallPath::Preferred).unwrap();
+        assert!(steps.steps() && !windows.steps(), "{name}");
+        steps.begin(&keys, 200).unwrap();
+        let (mut state, mut signals) = (Vec::new(), 0);
+        for closed in 100..=data[0].candles.len() {
+            let now_ms = data[0].candles[closed - 1].timestamp_ms + 60_000;
+            let market = data
+                .iter()
+                .map(|series| Series {
+                    candles: series.candles[closed.saturating_sub(200)..closed].to_vec(),
+                    ..series.clone()
+                })
+                .collect();
+            let scan = ScanContext {
+                scan_id: format!("scan-{closed}"),
+                now_ms,
+                market,
+                positions: vec![],
+                account: account(),
+                state: state.clone(),
+            };
+            let by_windows = windows.evaluate(&scan).unwrap();
+            state = by_windows.state;
+            let from = if closed == 100 { 0 } else { closed - 1 };
+            let step = StepContext {
+                scan_id: scan.scan_id.clone(),
+                now_ms,
+                closed: data
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(index, series)| {
+                        series.candles[from..closed]
+                            .iter()
+                            .map(move |candle| ClosedCandle {
+                                series: index as u32,
+                                candle: *candle,
+                            })
+                    })
+                    .collect(),
+                positions: vec![],
+                account: account(),
+            };
+            let by_steps = steps.step(&step).unwrap();
+            assert_eq!(
+                by_steps, by_windows.signals,
+                "{name} after {closed} candles"
+            );
+            signals += by_steps.len();
+        }
+        assert!(signals > 0, "{name} gave no signal to compare");
+    }
 }
 
 #[test]

@@ -122,6 +122,25 @@ async fn the_command_line_backtests_deterministically_and_refuses_bad_input_by_f
         .await;
     assert!(stored >= 2, "{stored} blocks");
 
+    // The lookahead check reruns on data cut short: a strategy shown closed candles only
+    // gives the same signals up to each cut, and the run's own figures are those without it.
+    let checked = report(&tradehost(
+        &server,
+        &[&args[..], &["--lookahead-check", "3"]].concat(),
+    ));
+    let check = &checked["lookahead"];
+    assert_eq!(check["clean"], true, "{check}");
+    let cuts = check["cuts"].as_array().unwrap();
+    assert_eq!(cuts.len(), 3);
+    assert!(cuts.iter().all(|cut| cut["changed"] == 0), "{check}");
+    let compared: u64 = cuts
+        .iter()
+        .map(|cut| cut["compared"].as_u64().unwrap())
+        .sum();
+    assert!(compared > 0, "{check}");
+    assert_eq!(checked["trades"], first["trades"]);
+    assert!(first.get("lookahead").is_none());
+
     // Costs given on the command line are the run's.
     let free = report(&tradehost(
         &server,

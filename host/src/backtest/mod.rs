@@ -2,6 +2,7 @@
 //! [`replay`]), and the report of a run with the platform's performance figures.
 
 pub mod costs;
+pub mod lookahead;
 pub mod replay;
 pub mod report;
 pub mod runs;
@@ -21,10 +22,13 @@ use crate::engine::scan::CANDLE_HISTORY;
 use crate::error::{ApiError, ApiResult};
 use crate::plugins::bindings::risk_rule::{ProposedOrder, RiskContext};
 use crate::plugins::bindings::strategy::{Evaluation, ScanContext};
-use crate::plugins::bindings::types::Verdict;
+use crate::plugins::bindings::strategy_replay::exports::tradehost::plugin::replay::{
+    SeriesKey, StepContext,
+};
+use crate::plugins::bindings::types::{Candle, Signal, Verdict};
 use crate::plugins::runtime::CallTarget;
-use crate::plugins::session::StrategySession;
-use crate::plugins::{Active, PluginKind, PluginRuntime, Registry};
+use crate::plugins::session::{CallPath, RuleSession, StrategySession};
+use crate::plugins::{Active, PluginKind, Registry};
 use crate::settings::Settings;
 use crate::store::Db;
 use crate::store::bots::BotRow;
@@ -70,6 +74,7 @@ fn default_risk_profile() -> String {
 }
 
 /// What a run is checked and resolved to before any candle is read.
+#[derive(Clone)]
 pub struct Plan {
     pub request: Request,
     pub interval_ms: i64,
@@ -205,10 +210,7 @@ fn missing(plan: &Plan, symbol: &str) -> ApiError {
 }
 
 /// The candles a run reads for each symbol: its range and the history before it.
-pub async fn load_candles(
-    db: &Db,
-    plan: &Plan,
-) -> ApiResult<Vec<(String, Vec<crate::plugins::bindings::types::Candle>)>> {
+pub async fn load_candles(db: &Db, plan: &Plan) -> ApiResult<Vec<(String, Vec<Candle>)>> {
     let request = &plan.request;
     let (from, to) = history_range(plan);
     let mut loaded = Vec::with_capacity(request.symbols.len());
@@ -270,13 +272,47 @@ pub fn history_range(plan: &Plan) -> (i64, i64) {
 /// The plugins of a run: its own strategy instance, and the active risk rules.
 pub struct WasmPlugins<'a> {
     pub session: StrategySession<'a>,
-    pub runtime: &'a PluginRuntime,
-    pub rules: Vec<(String, Arc<Active>)>,
+    /// The active risk rules in order, each with one instance for the run.
+    pub rules: Vec<(String, RuleSession<'a>)>,
+}
+
+impl<'a> WasmPlugins<'a> {
+    /// The strategy planned and an instance of every active risk rule.
+    pub fn start(
+        registry: &'a Registry,
+        plan: &Plan,
+        path: CallPath,
+    ) -> Result<Self, crate::plugins::PluginError> {
+        let runtime = registry.runtime();
+        let session = StrategySession::start(runtime, &plan.strategy, plan.target.clone(), path)?;
+        let mut rules = Vec::new();
+        for name in registry.names(PluginKind::RiskRule) {
+            let Ok(active) = registry.active(PluginKind::RiskRule, &name) else {
+                continue;
+            };
+            rules.push((name, RuleSession::start(runtime, &active)?));
+        }
+        Ok(WasmPlugins { session, rules })
+    }
 }
 
 impl replay::Plugins for WasmPlugins<'_> {
+    fn begin(&mut self, series: &[SeriesKey], window: u32) -> Result<bool, String> {
+        if !self.session.steps() {
+            return Ok(false);
+        }
+        self.session
+            .begin(series, window)
+            .map_err(|err| err.to_string())?;
+        Ok(true)
+    }
+
     fn evaluate(&mut self, ctx: &ScanContext) -> Result<Evaluation, String> {
         self.session.evaluate(ctx).map_err(|err| err.to_string())
+    }
+
+    fn step(&mut self, ctx: &StepContext) -> Result<Vec<Signal>, String> {
+        self.session.step(ctx).map_err(|err| err.to_string())
     }
 
     fn rule_names(&self) -> Vec<String> {
@@ -289,11 +325,11 @@ impl replay::Plugins for WasmPlugins<'_> {
         order: &ProposedOrder,
         ctx: &RiskContext,
     ) -> Result<Verdict, String> {
-        let Some((_, active)) = self.rules.iter().find(|(name, _)| name == rule) else {
+        let Some((_, session)) = self.rules.iter_mut().find(|(name, _)| name == rule) else {
             return Ok(Verdict::Allow);
         };
-        self.runtime
-            .check_order(active, order, ctx)
+        session
+            .check_order(order, ctx)
             .map_err(|err| err.to_string())
     }
 }
@@ -303,24 +339,90 @@ impl replay::Plugins for WasmPlugins<'_> {
 pub fn execute(
     registry: &Registry,
     plan: &Plan,
-    candles: Vec<(String, Vec<crate::plugins::bindings::types::Candle>)>,
-    (entitlement, settings): (Entitlement, Settings),
+    candles: Vec<(String, Vec<Candle>)>,
+    operator: (Entitlement, Settings),
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(f64),
+) -> ApiResult<Report> {
+    let started = std::time::Instant::now();
+    let (outcome, trader) = replay_once(registry, plan, candles, operator, cancel, progress)?;
+    Ok(Report::of(
+        plan,
+        &plan.strategy.plugin.manifest.version,
+        outcome,
+        &trader,
+        started.elapsed().as_secs_f64(),
+    ))
+}
+
+/// The backtest as [`execute`] runs it, then its lookahead check: the replay again on the
+/// candles cut at `cuts` points, each with fresh instances ([`lookahead`]).
+pub fn execute_checking_lookahead(
+    registry: &Registry,
+    plan: &Plan,
+    candles: Vec<(String, Vec<Candle>)>,
+    operator: (Entitlement, Settings),
+    cuts: usize,
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(f64),
 ) -> ApiResult<Report> {
     let started = std::time::Instant::now();
     let request = &plan.request;
-    let runtime = registry.runtime();
-    let session = StrategySession::start(runtime, &plan.strategy, plan.target.clone())
+    let (outcome, trader) = replay_once(
+        registry,
+        plan,
+        candles.clone(),
+        operator.clone(),
+        cancel,
+        progress,
+    )?;
+    let points = lookahead::cut_points(request.from_ms, request.to_ms, plan.interval_ms, cuts);
+    let check = lookahead::check(&outcome.signal_log, &points, |cut| {
+        let cut_short = candles
+            .iter()
+            .map(|(symbol, series)| {
+                let kept = lookahead::truncated(series, cut, plan.interval_ms);
+                (symbol.clone(), kept)
+            })
+            .collect();
+        let mut cut_plan = plan.clone();
+        cut_plan.request.to_ms = cut;
+        replay_once(
+            registry,
+            &cut_plan,
+            cut_short,
+            operator.clone(),
+            cancel,
+            &mut |_| {},
+        )
+        .map(|(outcome, _)| outcome.signal_log)
+        .map_err(|err| err.to_string())
+    })
+    .map_err(|err| ApiError::invalid_field("strategy", err))?;
+    let mut report = Report::of(
+        plan,
+        &plan.strategy.plugin.manifest.version,
+        outcome,
+        &trader,
+        started.elapsed().as_secs_f64(),
+    );
+    report.lookahead = Some(check);
+    Ok(report)
+}
+
+/// One replay of a planned backtest with fresh plugin instances: what it produced and the
+/// books it left.
+fn replay_once(
+    registry: &Registry,
+    plan: &Plan,
+    candles: Vec<(String, Vec<Candle>)>,
+    (entitlement, settings): (Entitlement, Settings),
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(f64),
+) -> ApiResult<(replay::Outcome, Trader)> {
+    let request = &plan.request;
+    let plugins = WasmPlugins::start(registry, plan, CallPath::Preferred)
         .map_err(|err| ApiError::invalid_field("strategy", err.to_string()))?;
-    let rules = registry
-        .names(PluginKind::RiskRule)
-        .into_iter()
-        .filter_map(|name| {
-            let active = registry.active(PluginKind::RiskRule, &name).ok()?;
-            Some((name, active))
-        })
-        .collect();
     let bot = BotRow {
         user_id: "backtest".into(),
         id: "backtest".into(),
@@ -349,27 +451,14 @@ pub fn execute(
         .collect();
     let replay = replay::Replay::new(
         trader,
-        WasmPlugins {
-            session,
-            runtime,
-            rules,
-        },
+        plugins,
         plan.costs,
         (request.interval.clone(), plan.interval_ms),
         symbols,
         request.source.clone(),
         cancel,
     );
-    let (outcome, trader) = replay
+    replay
         .run(request.from_ms, request.to_ms, progress)
-        .map_err(|err| {
-            ApiError::invalid_field("strategy", format!("the strategy failed: {err}"))
-        })?;
-    Ok(Report::of(
-        plan,
-        &plan.strategy.plugin.manifest.version,
-        outcome,
-        &trader,
-        started.elapsed().as_secs_f64(),
-    ))
+        .map_err(|err| ApiError::invalid_field("strategy", format!("the strategy failed: {err}")))
 }

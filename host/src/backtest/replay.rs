@@ -19,7 +19,7 @@ use rust_decimal::Decimal;
 
 use super::costs::Costs;
 use crate::engine::accounting::{self, CompletedTrade, Fill, OpenRequest, Side, decimal};
-use crate::engine::alarms::daily_loss_reached;
+use crate::engine::alarms::{daily_loss_beyond, daily_loss_limit};
 use crate::engine::entry;
 use crate::engine::metrics::EquityPoint;
 use crate::engine::scan::{CANDLE_HISTORY, exit_reason, trail_pct};
@@ -27,7 +27,10 @@ use crate::engine::wire::{wire_account, wire_positions};
 use crate::engine::{DAY_MS, Trader};
 use crate::plugins::bindings::risk_rule::{ProposedOrder, RiskContext};
 use crate::plugins::bindings::strategy::{Evaluation, ScanContext};
-use crate::plugins::bindings::types::{Candle, Series, Verdict};
+use crate::plugins::bindings::strategy_replay::exports::tradehost::plugin::replay::{
+    ClosedCandle, SeriesKey, StepContext,
+};
+use crate::plugins::bindings::types::{Candle, Series, Signal, SignalAction, Verdict};
 
 /// Scans of one step at most: a close and the entry that follows it take two; a third finds
 /// nothing left to do unless the strategy answers the same candles differently each time.
@@ -35,7 +38,13 @@ pub const MAX_PASSES: usize = 3;
 
 /// What the loop asks of plugins: the strategy's evaluation and each risk rule's verdict.
 pub trait Plugins {
+    /// Begins a run over `series`, each shown with its latest `window` candles. `true`: the
+    /// strategy keeps the windows and its state itself and takes [`Plugins::step`]s; `false`:
+    /// it is asked with [`Plugins::evaluate`] and whole windows.
+    fn begin(&mut self, series: &[SeriesKey], window: u32) -> Result<bool, String>;
     fn evaluate(&mut self, ctx: &ScanContext) -> Result<Evaluation, String>;
+    /// The signals of one step: the candles that closed since the previous step, the books.
+    fn step(&mut self, ctx: &StepContext) -> Result<Vec<Signal>, String>;
     /// The verdicts of the active risk rules in order, each with its rule's name; the loop stops
     /// asking when `stop` says the entry is decided.
     fn rule_names(&self) -> Vec<String>;
@@ -52,6 +61,10 @@ pub struct SymbolCandles {
     pub symbol: String,
     pub candles: Vec<Candle>,
     closed: usize,
+    /// Candles before this one have been handed to a strategy that takes steps.
+    sent: usize,
+    /// The last close as the books' decimal, converted once per candle.
+    mark: Option<Decimal>,
 }
 
 impl SymbolCandles {
@@ -60,6 +73,8 @@ impl SymbolCandles {
             symbol,
             candles,
             closed: 0,
+            sent: 0,
+            mark: None,
         }
     }
 
@@ -67,6 +82,11 @@ impl SymbolCandles {
     fn window(&self) -> &[Candle] {
         let start = self.closed.saturating_sub(CANDLE_HISTORY as usize);
         &self.candles[start..self.closed]
+    }
+
+    fn close_through(&mut self, closed: usize) {
+        self.closed = closed;
+        self.mark = self.last_close().and_then(decimal);
     }
 
     fn last_close(&self) -> Option<f64> {
@@ -85,6 +105,36 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// A signal the strategy gave, as the lookahead check compares them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SignalSeen {
+    pub at_ms: i64,
+    pub symbol: String,
+    pub action: SignalAction,
+    pub size_usd: f64,
+    pub stop_loss: Option<f64>,
+    pub take_profit: Vec<f64>,
+}
+
+impl SignalSeen {
+    pub fn describe(&self) -> String {
+        let mut text = format!("{:?} {}", self.action, self.symbol);
+        if matches!(
+            self.action,
+            SignalAction::OpenLong | SignalAction::OpenShort
+        ) {
+            text.push_str(&format!(" for {}", self.size_usd));
+        }
+        if let Some(stop) = self.stop_loss {
+            text.push_str(&format!(", stop {stop}"));
+        }
+        if !self.take_profit.is_empty() {
+            text.push_str(&format!(", targets {:?}", self.take_profit));
+        }
+        text
+    }
+}
+
 /// What a replay produced.
 #[derive(Debug, Default)]
 pub struct Outcome {
@@ -95,6 +145,8 @@ pub struct Outcome {
     pub candles: u64,
     pub steps: u64,
     pub signals: u64,
+    /// Every entry and exit signal in order, for the lookahead check.
+    pub signal_log: Vec<SignalSeen>,
     pub skipped: Vec<Skipped>,
     /// Skipped entries beyond the ones kept.
     pub skipped_more: u64,
@@ -122,6 +174,10 @@ pub struct Replay<'a, P: Plugins> {
     next_id: u64,
     /// The UTC day the loss limit stopped entries on.
     paused_day: Option<i64>,
+    /// The strategy takes steps (see [`Plugins::begin`]).
+    steps: bool,
+    /// Today's loss limit and the day's starting equity it was worked out from.
+    loss_limit: Option<(Decimal, Decimal)>,
 }
 
 impl<'a, P: Plugins> Replay<'a, P> {
@@ -147,6 +203,8 @@ impl<'a, P: Plugins> Replay<'a, P> {
             outcome: Outcome::default(),
             next_id: 0,
             paused_day: None,
+            steps: false,
+            loss_limit: None,
         }
     }
 
@@ -162,10 +220,20 @@ impl<'a, P: Plugins> Replay<'a, P> {
         let step = self.interval_ms;
         // Candles that closed before the first step are history.
         for series in &mut self.symbols {
-            series.closed = series
+            let history = series
                 .candles
                 .partition_point(|c| c.timestamp_ms + step < from_ms);
+            series.close_through(history);
         }
+        let keys: Vec<SeriesKey> = self
+            .symbols
+            .iter()
+            .map(|series| SeriesKey {
+                symbol: series.symbol.clone(),
+                interval: self.interval.clone(),
+            })
+            .collect();
+        self.steps = self.plugins.begin(&keys, CANDLE_HISTORY)?;
         let first = from_ms.div_euclid(step) * step + if from_ms % step == 0 { 0 } else { step };
         let total = ((to_ms - first) / step + 1).max(1);
         let mut at = first;
@@ -177,11 +245,15 @@ impl<'a, P: Plugins> Replay<'a, P> {
             }
             let mut advanced = 0;
             for series in &mut self.symbols {
-                while series.closed < series.candles.len()
-                    && series.candles[series.closed].timestamp_ms + step <= at
+                let mut closed = series.closed;
+                while closed < series.candles.len()
+                    && series.candles[closed].timestamp_ms + step <= at
                 {
-                    series.closed += 1;
-                    advanced += 1;
+                    closed += 1;
+                }
+                if closed > series.closed {
+                    advanced += (closed - series.closed) as u64;
+                    series.close_through(closed);
                 }
             }
             if advanced > 0 {
@@ -223,12 +295,25 @@ impl<'a, P: Plugins> Replay<'a, P> {
             equity: accounting::float(equity),
         });
         let today = now.div_euclid(DAY_MS);
-        if self.paused_day != Some(today) && daily_loss_reached(&self.trader).is_some() {
+        if self.paused_day != Some(today) && self.daily_loss_reached() {
             // A user resumes a bot the loss limit paused on the next day at the earliest.
             self.paused_day = Some(today);
             self.outcome.loss_limit_days += 1;
         }
         Ok(())
+    }
+
+    fn daily_loss_reached(&mut self) -> bool {
+        let day_start = self.trader.stats.day_start_equity;
+        let limit = match self.loss_limit {
+            Some((from, limit)) if from == day_start => limit,
+            _ => {
+                let limit = daily_loss_limit(&self.trader);
+                self.loss_limit = Some((day_start, limit));
+                limit
+            }
+        };
+        daily_loss_beyond(&self.trader, limit).is_some()
     }
 
     fn price_of(&self, symbol: &str) -> Option<f64> {
@@ -239,10 +324,14 @@ impl<'a, P: Plugins> Replay<'a, P> {
     }
 
     fn mark(&mut self) {
-        for i in 0..self.trader.positions.len() {
-            let symbol = self.trader.positions[i].symbol.clone();
-            if let Some(price) = self.price_of(&symbol).and_then(decimal) {
-                self.trader.positions[i].mark(price);
+        for position in &mut self.trader.positions {
+            let price = self
+                .symbols
+                .iter()
+                .find(|s| s.symbol == position.symbol)
+                .and_then(|s| s.mark);
+            if let Some(price) = price {
+                position.mark(price);
             }
         }
     }
@@ -260,30 +349,51 @@ impl<'a, P: Plugins> Replay<'a, P> {
     }
 
     fn strategy(&mut self, now: i64, pass: usize) -> Result<(), String> {
-        let market = self
-            .symbols
-            .iter()
-            .map(|s| Series {
-                symbol: s.symbol.clone(),
-                interval: self.interval.clone(),
-                candles: s.window().to_vec(),
-            })
-            .collect();
-        let ctx = ScanContext {
-            scan_id: format!("backtest:{now}:{pass}"),
-            now_ms: now,
-            market,
-            positions: wire_positions(&self.trader.positions),
-            account: wire_account(&self.trader),
-            state: self.trader.strategy_state(),
+        let signals = if self.steps {
+            let closed = self.newly_closed();
+            let ctx = StepContext {
+                scan_id: format!("backtest:{now}:{pass}"),
+                now_ms: now,
+                closed,
+                positions: wire_positions(&self.trader.positions),
+                account: wire_account(&self.trader),
+            };
+            self.plugins.step(&ctx)?
+        } else {
+            let market = self
+                .symbols
+                .iter()
+                .map(|s| Series {
+                    symbol: s.symbol.clone(),
+                    interval: self.interval.clone(),
+                    candles: s.window().to_vec(),
+                })
+                .collect();
+            let ctx = ScanContext {
+                scan_id: format!("backtest:{now}:{pass}"),
+                now_ms: now,
+                market,
+                positions: wire_positions(&self.trader.positions),
+                account: wire_account(&self.trader),
+                state: self.trader.strategy_state(),
+            };
+            let evaluation = self.plugins.evaluate(&ctx)?;
+            self.trader.set_strategy_state(&evaluation.state);
+            evaluation.signals
         };
-        let evaluation = self.plugins.evaluate(&ctx)?;
-        self.trader.set_strategy_state(&evaluation.state);
-        for signal in evaluation.signals {
+        for signal in signals {
             let Some(side) = entry::wanted(signal.action) else {
                 continue;
             };
             self.outcome.signals += 1;
+            self.outcome.signal_log.push(SignalSeen {
+                at_ms: now,
+                symbol: signal.symbol.clone(),
+                action: signal.action,
+                size_usd: signal.size_usd,
+                stop_loss: signal.stop_loss,
+                take_profit: signal.take_profit.clone(),
+            });
             let held = self
                 .trader
                 .positions
@@ -306,6 +416,27 @@ impl<'a, P: Plugins> Replay<'a, P> {
             }
         }
         Ok(())
+    }
+
+    /// The candles that closed since the strategy was last asked, the window's worth at most
+    /// per series, and marks them handed over.
+    fn newly_closed(&mut self) -> Vec<ClosedCandle> {
+        let mut closed = Vec::new();
+        for (index, series) in self.symbols.iter_mut().enumerate() {
+            let from = series
+                .sent
+                .max(series.closed.saturating_sub(CANDLE_HISTORY as usize));
+            closed.extend(
+                series.candles[from..series.closed]
+                    .iter()
+                    .map(|candle| ClosedCandle {
+                        series: index as u32,
+                        candle: *candle,
+                    }),
+            );
+            series.sent = series.closed;
+        }
+        closed
     }
 
     fn skip(&mut self, at_ms: i64, symbol: &str, reason: String) {
@@ -430,6 +561,9 @@ impl<'a, P: Plugins> Replay<'a, P> {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
     use super::*;
     use crate::plugins::bindings::types::{Signal, SignalAction};
 
@@ -437,12 +571,34 @@ mod tests {
     const START: i64 = 1_709_251_200_000;
 
     /// A strategy written in Rust for the loop's tests: `decide` sees each context; every rule
-    /// allows.
+    /// allows. With `windows` it takes steps, keeping the windows and state itself as the SDK's
+    /// replay does; every market it was shown is kept in `shown`.
     struct Fake<F: FnMut(&ScanContext) -> Vec<Signal>> {
         decide: F,
+        windows: Option<(Vec<Series>, usize)>,
+        state: Vec<u8>,
+        shown: Rc<RefCell<Vec<Vec<Series>>>>,
     }
 
     impl<F: FnMut(&ScanContext) -> Vec<Signal>> Plugins for Fake<F> {
+        fn begin(&mut self, series: &[SeriesKey], window: u32) -> Result<bool, String> {
+            let Some(windows) = &mut self.windows else {
+                return Ok(false);
+            };
+            *windows = (
+                series
+                    .iter()
+                    .map(|key| Series {
+                        symbol: key.symbol.clone(),
+                        interval: key.interval.clone(),
+                        candles: Vec::new(),
+                    })
+                    .collect(),
+                window as usize,
+            );
+            Ok(true)
+        }
+
         fn evaluate(&mut self, ctx: &ScanContext) -> Result<Evaluation, String> {
             for series in &ctx.market {
                 assert!(
@@ -453,11 +609,37 @@ mod tests {
                     "a candle that had not closed"
                 );
             }
+            self.shown.borrow_mut().push(ctx.market.clone());
+            let signals = (self.decide)(ctx);
+            // A state that changes every scan, which the strategy must get back as it left it.
+            assert_eq!(ctx.state, self.state);
+            self.state = format!("{}", self.shown.borrow().len()).into_bytes();
             Ok(Evaluation {
-                signals: (self.decide)(ctx),
-                state: Vec::new(),
+                signals,
+                state: self.state.clone(),
             })
         }
+
+        fn step(&mut self, ctx: &StepContext) -> Result<Vec<Signal>, String> {
+            let (market, window) = self.windows.as_mut().expect("begun with windows");
+            for closed in &ctx.closed {
+                let candles = &mut market[closed.series as usize].candles;
+                candles.push(closed.candle);
+                if candles.len() > *window {
+                    candles.remove(0);
+                }
+            }
+            let scan = ScanContext {
+                scan_id: ctx.scan_id.clone(),
+                now_ms: ctx.now_ms,
+                market: market.clone(),
+                positions: ctx.positions.clone(),
+                account: ctx.account.clone(),
+                state: self.state.clone(),
+            };
+            self.evaluate(&scan).map(|evaluation| evaluation.signals)
+        }
+
         fn rule_names(&self) -> Vec<String> {
             Vec::new()
         }
@@ -499,11 +681,32 @@ mod tests {
             .collect()
     }
 
-    fn replay<F: FnMut(&ScanContext) -> Vec<Signal>>(closes: &[f64], decide: F) -> Outcome {
+    /// The replay over these closes with the strategy asked both ways (whole windows, and
+    /// steps): the outcomes and every market the strategy was shown must be the same.
+    fn replay<F: FnMut(&ScanContext) -> Vec<Signal> + Clone>(closes: &[f64], decide: F) -> Outcome {
+        let (by_windows, shown) = replay_with(closes, decide.clone(), false);
+        let (by_steps, shown_by_steps) = replay_with(closes, decide, true);
+        assert_eq!(format!("{by_windows:?}"), format!("{by_steps:?}"));
+        assert_eq!(shown, shown_by_steps);
+        by_windows
+    }
+
+    fn replay_with<F: FnMut(&ScanContext) -> Vec<Signal>>(
+        closes: &[f64],
+        decide: F,
+        steps: bool,
+    ) -> (Outcome, Vec<Vec<Series>>) {
         let cancel = AtomicBool::new(false);
+        let shown = Rc::new(RefCell::new(Vec::new()));
+        let fake = Fake {
+            decide,
+            windows: steps.then(|| (Vec::new(), 0)),
+            state: Vec::new(),
+            shown: shown.clone(),
+        };
         let replay = Replay::new(
             Trader::paper_for_tests(10_000),
-            Fake { decide },
+            fake,
             Costs::default(),
             ("1m".into(), MINUTE),
             vec![SymbolCandles::new("BTC-USD".into(), candles(closes))],
@@ -518,7 +721,7 @@ mod tests {
                 &mut |_| {},
             )
             .unwrap();
-        outcome
+        (outcome, shown.take())
     }
 
     #[test]
@@ -601,5 +804,24 @@ mod tests {
             trade.exit_price,
             Costs::default().market_price(94.0, accounting::OrderSide::Sell)
         );
+    }
+
+    #[test]
+    fn a_strategy_taking_steps_is_shown_the_windows_a_scan_is_shown() {
+        // More candles than a window holds, and trades changing the books on some steps.
+        let closes: Vec<f64> = (0..260)
+            .map(|i| 100.0 + ((i * 37) % 23) as f64 - (i % 5) as f64)
+            .collect();
+        let outcome = replay(&closes, |ctx| {
+            let action = match (ctx.now_ms / MINUTE) % 7 {
+                0 => SignalAction::OpenLong,
+                3 => SignalAction::Close,
+                5 => SignalAction::OpenShort,
+                _ => return Vec::new(),
+            };
+            vec![signal(action, None)]
+        });
+        assert!(outcome.trades.len() > 10, "{}", outcome.trades.len());
+        assert_eq!(outcome.steps, 259);
     }
 }

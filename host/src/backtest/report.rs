@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Plan;
 use super::costs::Costs;
+use super::lookahead::Lookahead;
 use super::replay::{Outcome, Skipped};
 use crate::engine::Trader;
 use crate::engine::accounting::{self, CompletedTrade, Side};
@@ -51,6 +52,9 @@ pub struct Report {
     /// Wall time of the replay (left out of the comparison of two runs).
     #[serde(skip)]
     pub seconds: f64,
+    /// The lookahead check's findings, when it was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lookahead: Option<Lookahead>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -166,6 +170,7 @@ impl Report {
             loss_limit_days: outcome.loss_limit_days,
             cancelled: outcome.cancelled,
             seconds,
+            lookahead: None,
         }
     }
 }

@@ -9,6 +9,7 @@ use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use rust_decimal::Decimal;
 
+use crate::backtest::lookahead::Lookahead;
 use crate::backtest::{self, Costs, Report, Request};
 use crate::billing::plans::{Entitlement, Tier};
 use crate::candles;
@@ -55,6 +56,10 @@ pub struct BacktestArgs {
     /// low, medium or high: the trailing stop's distance.
     #[arg(long, default_value = "medium")]
     risk_profile: String,
+    /// Also run the lookahead check: the backtest again on the data cut short at this many
+    /// points, reporting any signal that changes when the later candles are there.
+    #[arg(long, value_name = "CUTS", num_args = 0..=1, default_missing_value = "4")]
+    lookahead_check: Option<usize>,
     /// Print the whole report as JSON.
     #[arg(long)]
     json: bool,
@@ -160,15 +165,24 @@ pub async fn run(config: &AppConfig, args: BacktestArgs) -> Result<()> {
     let capital = crate::engine::accounting::float(plan.request.initial_capital);
     let mut settings = Settings::resolve(&Default::default(), &entitlement, capital);
     settings.trading.allowed_pairs = plan.request.symbols.clone();
-    let report = tokio::task::block_in_place(|| {
-        backtest::execute(
+    let report = tokio::task::block_in_place(|| match args.lookahead_check {
+        Some(cuts) => backtest::execute_checking_lookahead(
+            &registry,
+            &plan,
+            candles,
+            (entitlement, settings),
+            cuts.clamp(1, 20),
+            &cancel,
+            &mut bar,
+        ),
+        None => backtest::execute(
             &registry,
             &plan,
             candles,
             (entitlement, settings),
             &cancel,
             &mut bar,
-        )
+        ),
     })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -227,6 +241,9 @@ fn print_summary(report: &Report) {
     if report.cancelled {
         println!("(cancelled before the end)");
     }
+    if let Some(check) = &report.lookahead {
+        print_lookahead(check);
+    }
     if !report.trades.is_empty() {
         println!();
         println!(
@@ -243,6 +260,35 @@ fn print_summary(report: &Report) {
                 t.exit_price.round_dp(4),
                 t.net_pnl.round_dp(2),
                 t.exit_reason
+            );
+        }
+    }
+}
+
+fn print_lookahead(check: &Lookahead) {
+    let compared: u64 = check.cuts.iter().map(|cut| cut.compared).sum();
+    if check.clean {
+        println!(
+            "lookahead check  clean: {compared} signals at {} cuts unchanged without the later candles",
+            check.cuts.len()
+        );
+        return;
+    }
+    println!("lookahead check  SIGNALS CHANGED without the later candles:");
+    for cut in check.cuts.iter().filter(|cut| cut.changed > 0) {
+        println!(
+            "  cut at {}: {} of {} signals changed",
+            iso8601(cut.cut_ms),
+            cut.changed,
+            cut.compared
+        );
+        for change in &cut.changes {
+            println!(
+                "    {} {}: {} with later data, {} without",
+                iso8601(change.at_ms),
+                change.symbol,
+                change.with_later_data.as_deref().unwrap_or("nothing"),
+                change.without_later_data.as_deref().unwrap_or("nothing"),
             );
         }
     }

@@ -252,6 +252,12 @@ pub fn check_daily_loss(app: &App, trader: &mut Trader) -> bool {
 /// Why the account must stop opening positions today: its loss since the day began reached the
 /// settings' limit (the smaller of the percentage of the day's starting equity and the amount).
 pub fn daily_loss_reached(trader: &Trader) -> Option<String> {
+    daily_loss_beyond(trader, daily_loss_limit(trader))
+}
+
+/// Today's loss limit: the smaller of the percentage of the day's starting equity and the
+/// amount in the settings. It changes only when the day's starting equity does.
+pub fn daily_loss_limit(trader: &Trader) -> Decimal {
     let limit_pct = trader
         .settings
         .risk_thresholds
@@ -260,7 +266,11 @@ pub fn daily_loss_reached(trader: &Trader) -> Option<String> {
         .unwrap_or(5.0);
     let by_pct = trader.stats.day_start_equity * decimal(limit_pct / 100.0).unwrap_or_default();
     let by_amount = decimal(trader.settings.trading.max_daily_loss_usd).unwrap_or(by_pct);
-    let limit = by_pct.min(by_amount);
+    by_pct.min(by_amount)
+}
+
+/// Why entries stop when today's loss has reached `limit`.
+pub fn daily_loss_beyond(trader: &Trader, limit: Decimal) -> Option<String> {
     let loss = -trader.daily_pnl();
     (limit > Decimal::ZERO && loss >= limit).then(|| {
         format!(

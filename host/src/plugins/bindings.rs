@@ -23,6 +23,19 @@ pub mod risk_rule {
     });
 }
 
+/// The `replay` export a backtest calls instead of `evaluate` when a strategy has it.
+pub mod strategy_replay {
+    wasmtime::component::bindgen!({
+        world: "strategy-replay",
+        path: "../wit",
+        additional_derives: [PartialEq],
+        with: {
+            "tradehost:plugin/types": super::strategy::tradehost::plugin::types,
+            "tradehost:plugin/host": super::strategy::tradehost::plugin::host,
+        },
+    });
+}
+
 pub mod broker {
     wasmtime::component::bindgen!({
         world: "broker",

@@ -11,7 +11,7 @@ use super::bindings::risk_rule::{ProposedOrder, RiskContext};
 use super::bindings::strategy::{Evaluation, ScanContext};
 use super::bindings::types::{
     Alarm, AssetBalance, Candle, Fill, Instrument, OrderQuery, OrderReport, OrderRequest,
-    PluginError as GuestError, SignalAction, Threshold, Verdict,
+    PluginError as GuestError, Signal, SignalAction, Threshold, Verdict,
 };
 use super::bindings::types::{BrokerError, KpiSnapshot, PluginInfo};
 use super::bindings::v0_1;
@@ -87,7 +87,7 @@ impl PluginRuntime {
         prepared: &Prepared,
     ) -> Result<Description, PluginError> {
         let description = match prepared {
-            Prepared::Strategy(pre) => {
+            Prepared::Strategy(pre, _) => {
                 let info = self.call(target, pre, |store, pre| {
                     pre.instantiate(&mut *store)?.call_describe(&mut *store)
                 })?;
@@ -145,7 +145,7 @@ impl PluginRuntime {
     ) -> Result<Evaluation, PluginError> {
         let target = &active.target;
         let evaluation = match &active.plugin.prepared {
-            Prepared::Strategy(pre) => self.call(target, pre, |store, pre| {
+            Prepared::Strategy(pre, _) => self.call(target, pre, |store, pre| {
                 pre.instantiate(&mut *store)?
                     .call_evaluate(&mut *store, ctx)
             })?,
@@ -186,21 +186,7 @@ impl PluginRuntime {
             }
             _ => return Err(wrong_kind(active, PluginKind::RiskRule)),
         };
-        match &verdict {
-            Verdict::Resize(size) if !(finite_positive(*size) && *size <= order.size_usd) => {
-                Err(contract(
-                    target,
-                    format!(
-                        "resize to {size} is not a positive size at most the order's {}",
-                        order.size_usd
-                    ),
-                ))
-            }
-            Verdict::Deny(reason) if reason.len() > MAX_TEXT => {
-                Err(contract(target, "deny reason too long"))
-            }
-            _ => Ok(verdict),
-        }
+        check_verdict(target, order, verdict)
     }
 
     pub fn evaluate_alarms(
@@ -741,6 +727,29 @@ fn from_info(info: PluginInfo) -> Description {
     }
 }
 
+/// A verdict may shrink an order, never grow it, and say why in a reason of sane length.
+pub fn check_verdict(
+    target: &CallTarget,
+    order: &ProposedOrder,
+    verdict: Verdict,
+) -> Result<Verdict, PluginError> {
+    match &verdict {
+        Verdict::Resize(size) if !(finite_positive(*size) && *size <= order.size_usd) => {
+            Err(contract(
+                target,
+                format!(
+                    "resize to {size} is not a positive size at most the order's {}",
+                    order.size_usd
+                ),
+            ))
+        }
+        Verdict::Deny(reason) if reason.len() > MAX_TEXT => {
+            Err(contract(target, "deny reason too long"))
+        }
+        _ => Ok(verdict),
+    }
+}
+
 /// A strategy's answer must speak only of symbols in its context, with sane numbers.
 pub fn check_evaluation(ctx: &ScanContext, evaluation: &Evaluation) -> Result<(), String> {
     if evaluation.state.len() > MAX_STATE_BYTES {
@@ -755,16 +764,27 @@ pub fn check_evaluation(ctx: &ScanContext, evaluation: &Evaluation) -> Result<()
         .map(|series| series.symbol.as_str())
         .chain(ctx.positions.iter().map(|p| p.symbol.as_str()))
         .collect();
-    let max_signals = (known.len() * MAX_SIGNALS_PER_SYMBOL).max(MAX_SIGNALS_PER_SYMBOL);
-    if evaluation.signals.len() > max_signals {
+    check_signals(&evaluation.signals, known.len(), |symbol| {
+        known.contains(symbol)
+    })
+}
+
+/// Signals must name a symbol the scan knows (`known_count` of them), at most a few each, with
+/// sizes, levels and confidence in range.
+pub fn check_signals(
+    signals: &[Signal],
+    known_count: usize,
+    is_known: impl Fn(&str) -> bool,
+) -> Result<(), String> {
+    let max_signals = (known_count * MAX_SIGNALS_PER_SYMBOL).max(MAX_SIGNALS_PER_SYMBOL);
+    if signals.len() > max_signals {
         return Err(format!(
-            "{} signals for {} symbols (at most {max_signals})",
-            evaluation.signals.len(),
-            known.len()
+            "{} signals for {known_count} symbols (at most {max_signals})",
+            signals.len(),
         ));
     }
-    for signal in &evaluation.signals {
-        if !known.contains(signal.symbol.as_str()) {
+    for signal in signals {
+        if !is_known(signal.symbol.as_str()) {
             return Err(format!(
                 "signal for unknown symbol {:?}",
                 signal.symbol.chars().take(32).collect::<String>()

@@ -18,6 +18,7 @@ use super::PluginKind;
 use super::bindings::broker::{Broker, BrokerPre};
 use super::bindings::risk_rule::{RiskRule, RiskRulePre};
 use super::bindings::strategy::{Strategy, StrategyPre};
+use super::bindings::strategy_replay::StrategyReplayPre;
 use super::bindings::{CURRENT_VERSION, LEGACY_VERSION, v0_1};
 use super::egress::{self, Egress};
 use super::error::PluginError;
@@ -71,7 +72,11 @@ fn ticks(time: Duration) -> u64 {
 /// package, or against 0.1.0 (whose calls `legacy.rs` adapts).
 #[derive(Clone)]
 pub enum Prepared {
-    Strategy(StrategyPre<PluginState>),
+    /// With its `replay` export when it has one (every strategy the SDK builds does).
+    Strategy(
+        StrategyPre<PluginState>,
+        Option<StrategyReplayPre<PluginState>>,
+    ),
     RiskRule(RiskRulePre<PluginState>),
     Broker(BrokerPre<PluginState>),
     StrategyV0_1(v0_1::strategy::StrategyPre<PluginState>),
@@ -82,7 +87,7 @@ pub enum Prepared {
 impl Prepared {
     pub fn kind(&self) -> PluginKind {
         match self {
-            Prepared::Strategy(_) | Prepared::StrategyV0_1(_) => PluginKind::Strategy,
+            Prepared::Strategy(..) | Prepared::StrategyV0_1(_) => PluginKind::Strategy,
             Prepared::RiskRule(_) | Prepared::RiskRuleV0_1(_) => PluginKind::RiskRule,
             Prepared::Broker(_) | Prepared::BrokerV0_1(_) => PluginKind::Broker,
         }
@@ -91,7 +96,7 @@ impl Prepared {
     /// The version of the `tradehost:plugin` package the component was built against.
     pub fn interface_version(&self) -> &'static str {
         match self {
-            Prepared::Strategy(_) | Prepared::RiskRule(_) | Prepared::Broker(_) => CURRENT_VERSION,
+            Prepared::Strategy(..) | Prepared::RiskRule(_) | Prepared::Broker(_) => CURRENT_VERSION,
             _ => LEGACY_VERSION,
         }
     }
@@ -132,6 +137,10 @@ impl PluginRuntime {
         config.consume_fuel(true);
         config.epoch_interruption(true);
         config.max_wasm_stack(1 << 20);
+        // `perf` names the guests' compiled functions (in /tmp/perf-PID.map) when asked to.
+        if std::env::var_os("TRADEHOST_PERF_MAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(limits.instances)
             .total_core_instances(limits.instances * 4)
@@ -264,7 +273,8 @@ impl PluginRuntime {
         .map_err(check)?;
         // The current package first; a component built against 0.1.0 fits its world instead.
         let current = match kind {
-            PluginKind::Strategy => StrategyPre::new(instance.clone()).map(Prepared::Strategy),
+            PluginKind::Strategy => StrategyPre::new(instance.clone())
+                .map(|pre| Prepared::Strategy(pre, StrategyReplayPre::new(instance.clone()).ok())),
             PluginKind::RiskRule => RiskRulePre::new(instance.clone()).map(Prepared::RiskRule),
             PluginKind::Broker => BrokerPre::new(instance.clone()).map(Prepared::Broker),
         };

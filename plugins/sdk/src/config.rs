@@ -26,9 +26,25 @@ pub struct ConfigReader<F> {
     lookup: F,
 }
 
-/// A reader over the host's `config` import (only meaningful inside a component).
+/// A reader over the host's `config` import (only meaningful inside a component). A value is
+/// asked of the host once per instance: an instance's configuration never changes, and a
+/// backtest calls one instance for a whole run.
 pub fn from_host() -> ConfigReader<impl Fn(&str) -> Option<String>> {
-    ConfigReader::new(crate::host::config)
+    ConfigReader::new(|key: &str| {
+        ASKED.with_borrow_mut(|asked| {
+            if let Some(value) = asked.get(key) {
+                return value.clone();
+            }
+            let value = crate::host::config(key);
+            asked.insert(key.to_owned(), value.clone());
+            value
+        })
+    })
+}
+
+thread_local! {
+    static ASKED: std::cell::RefCell<std::collections::HashMap<String, Option<String>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 impl<F: Fn(&str) -> Option<String>> ConfigReader<F> {

@@ -37,18 +37,54 @@ pub fn ema(values: &[f64], period: usize) -> Option<f64> {
 /// (length `values.len() - period + 1`). The first value is the simple average of the first
 /// `period` values.
 pub fn ema_series(values: &[f64], period: usize) -> Vec<f64> {
-    if period == 0 || values.len() < period {
-        return Vec::new();
+    match Ema::new(values.iter().copied(), period) {
+        Some(ema) => ema.collect(),
+        None => Vec::new(),
     }
-    let smoothing = 2.0 / (period as f64 + 1.0);
-    let mut current = mean(&values[..period]);
-    let mut out = Vec::with_capacity(values.len() - period + 1);
-    out.push(current);
-    for value in &values[period..] {
-        current += (value - current) * smoothing;
-        out.push(current);
+}
+
+/// The values of [`ema_series`] one at a time, over any sequence of values and without a
+/// vector: the same arithmetic in the same order, so the same numbers to the last bit.
+#[derive(Debug, Clone)]
+pub struct Ema<I> {
+    rest: I,
+    current: f64,
+    smoothing: f64,
+    /// The seed has not been handed out yet.
+    seeded: bool,
+}
+
+impl<I: Iterator<Item = f64>> Ema<I> {
+    /// `None` when `values` has fewer than `period` values (or `period` is 0).
+    pub fn new(mut values: I, period: usize) -> Option<Self> {
+        if period == 0 {
+            return None;
+        }
+        let mut sum = 0.0;
+        for _ in 0..period {
+            sum += values.next()?;
+        }
+        Some(Ema {
+            rest: values,
+            current: sum / period as f64,
+            smoothing: 2.0 / (period as f64 + 1.0),
+            seeded: true,
+        })
     }
-    out
+}
+
+impl<I: Iterator<Item = f64>> Iterator for Ema<I> {
+    type Item = f64;
+
+    fn next(&mut self) -> Option<f64> {
+        if self.seeded {
+            self.seeded = false;
+            return Some(self.current);
+        }
+        let value = self.rest.next()?;
+        self.current += (value - self.current) * self.smoothing;
+        Some(self.current)
+    }
 }
 
 /// Relative strength index of the whole input with Wilder's smoothing.
@@ -295,6 +331,27 @@ mod tests {
             close,
             volume,
         }
+    }
+
+    #[test]
+    fn ema_one_value_at_a_time_is_the_seeded_recurrence_to_the_last_bit() {
+        let values: Vec<f64> = (0..300)
+            .map(|i| 100.0 + ((i * 7919) % 113) as f64 / 7.0 - (i % 11) as f64 * 0.3)
+            .collect();
+        for period in [1, 2, 9, 21, 200, 300] {
+            let smoothing = 2.0 / (period as f64 + 1.0);
+            let mut current = mean(&values[..period]);
+            let mut expected = vec![current];
+            for value in &values[period..] {
+                current += (value - current) * smoothing;
+                expected.push(current);
+            }
+            let by_iterator: Vec<f64> = Ema::new(values.iter().copied(), period).unwrap().collect();
+            assert_eq!(by_iterator, expected, "period {period}");
+            assert_eq!(ema_series(&values, period), expected);
+        }
+        assert!(Ema::new(values.iter().copied(), 301).is_none());
+        assert!(Ema::new(values.iter().copied(), 0).is_none());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //!   it with one line, e.g. `tradehost_sdk::export_strategy!(MyStrategy);`.
 //! - [`types`] and [`host`] are the shared interfaces (generated once, used by all three worlds);
 //!   brokers also import `http` and `store` ([`broker::tradehost::plugin`]).
+//! - [`replay`] is the backtest's way of calling a strategy, derived from its `evaluate`.
 //! - [`indicators`] are pure technical indicators; [`config`] reads typed configuration values;
 //!   [`state`] keeps small per-symbol memos in a strategy's state blob; [`store`] is a broker's
 //!   durable storage for the account a call is made for.
@@ -18,17 +19,19 @@ extern crate self as tradehost_sdk;
 
 pub mod config;
 pub mod indicators;
+pub mod replay;
 pub mod state;
 pub mod store;
 
 // The generated canonical-ABI glue takes records flattened into many scalar arguments.
 
-/// Bindings of the `strategy` world. Also the home of the shared `types` and `host` interfaces.
+/// Bindings of the `strategy` world with the `replay` export ([`replay`] derives it from the
+/// strategy's `evaluate`). Also the home of the shared `types` and `host` interfaces.
 #[allow(clippy::too_many_arguments)]
 pub mod strategy {
     wit_bindgen::generate!({
         path: "../../wit",
-        world: "tradehost:plugin/strategy@0.2.0",
+        world: "tradehost:plugin/replayable-strategy@0.2.0",
         additional_derives: [PartialEq],
         pub_export_macro: true,
         export_macro_name: "export_strategy",

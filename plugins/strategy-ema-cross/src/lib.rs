@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 
 use tradehost_sdk::MAX_STATE_BYTES;
 use tradehost_sdk::config::ConfigReader;
-use tradehost_sdk::indicators::ema_series;
+use tradehost_sdk::indicators::Ema;
 use tradehost_sdk::state::StateMap;
 use tradehost_sdk::strategy::{Evaluation, ScanContext};
 use tradehost_sdk::types::{
@@ -226,33 +226,47 @@ struct Reading {
     price: f64,
 }
 
+/// Both EMAs in one pass over the closes, keeping only the last gaps the lookback reads.
 fn read_crossovers(candles: &[Candle], config: &Config) -> Option<Reading> {
-    let closes: Vec<f64> = candles.iter().map(|c| c.close).collect();
-    let fast = ema_series(&closes, config.fast_period);
-    let slow = ema_series(&closes, config.slow_period);
-    let len = fast.len().min(slow.len());
+    let closes = || candles.iter().map(|c| c.close);
+    let fast = Ema::new(closes(), config.fast_period)?;
+    let slow = Ema::new(closes(), config.slow_period)?;
+    // Both series end at the last candle: the longer one starts later.
+    let fast_len = candles.len() + 1 - config.fast_period;
+    let slow_len = candles.len() + 1 - config.slow_period;
+    let len = fast_len.min(slow_len);
     if len < 2 {
         return None;
     }
-    // Both series end at the last candle; gap[j] belongs to candle offset + j.
     let offset = candles.len() - len;
-    let gaps: Vec<f64> = fast[fast.len() - len..]
-        .iter()
-        .zip(&slow[slow.len() - len..])
-        .map(|(f, s)| f - s)
-        .collect();
+    // gaps[k] belongs to candle offset + first + k, for the last LOOKBACK + 1 positions.
+    let first = len.saturating_sub(CROSS_LOOKBACK_CANDLES + 1);
+    let mut gaps = [0.0; CROSS_LOOKBACK_CANDLES + 1];
+    let (mut fast_ema, mut slow_ema) = (0.0, 0.0);
+    for (j, (f, s)) in fast
+        .skip(fast_len - len)
+        .zip(slow.skip(slow_len - len))
+        .enumerate()
+    {
+        if j >= first {
+            gaps[j - first] = f - s;
+        }
+        (fast_ema, slow_ema) = (f, s);
+    }
+    let kept = len - first;
+    let gap = |j: usize| gaps[j - first];
     let earliest = len.saturating_sub(CROSS_LOOKBACK_CANDLES).max(1);
     let latest_cross = (earliest..len).rev().find_map(|j| {
-        let direction = if gaps[j - 1] <= 0.0 && gaps[j] > 0.0 {
+        let direction = if gap(j - 1) <= 0.0 && gap(j) > 0.0 {
             Direction::Up
-        } else if gaps[j - 1] >= 0.0 && gaps[j] < 0.0 {
+        } else if gap(j - 1) >= 0.0 && gap(j) < 0.0 {
             Direction::Down
         } else {
             return None;
         };
         Some((candles[offset + j].timestamp_ms, direction))
     });
-    let last_gap = gaps[len - 1];
+    let last_gap = gaps[kept - 1];
     let trend = if last_gap > 0.0 {
         Some(Direction::Up)
     } else if last_gap < 0.0 {
@@ -263,9 +277,9 @@ fn read_crossovers(candles: &[Candle], config: &Config) -> Option<Reading> {
     Some(Reading {
         latest_cross,
         trend,
-        fast_ema: fast[fast.len() - 1],
-        slow_ema: slow[slow.len() - 1],
-        price: closes[closes.len() - 1],
+        fast_ema,
+        slow_ema,
+        price: candles[candles.len() - 1].close,
     })
 }
 

@@ -1,6 +1,8 @@
 use super::*;
 use std::collections::HashMap;
 
+use tradehost_sdk::indicators::ema_series;
+
 const START_MS: i64 = 1_709_251_200_000;
 const MINUTE_MS: i64 = 60_000;
 
@@ -416,5 +418,71 @@ fn describes_itself_as_in_the_manifest() {
         "allow_short",
     ] {
         assert!(manifest.contains(&format!("[config.{key}]")), "{key}");
+    }
+}
+
+/// The crossover reading as first written: whole EMA series and every gap in vectors.
+fn read_crossovers_by_series(candles: &[Candle], config: &Config) -> Option<Reading> {
+    let closes: Vec<f64> = candles.iter().map(|c| c.close).collect();
+    let fast = ema_series(&closes, config.fast_period);
+    let slow = ema_series(&closes, config.slow_period);
+    let len = fast.len().min(slow.len());
+    if len < 2 {
+        return None;
+    }
+    let offset = candles.len() - len;
+    let gaps: Vec<f64> = fast[fast.len() - len..]
+        .iter()
+        .zip(&slow[slow.len() - len..])
+        .map(|(f, s)| f - s)
+        .collect();
+    let earliest = len.saturating_sub(CROSS_LOOKBACK_CANDLES).max(1);
+    let latest_cross = (earliest..len).rev().find_map(|j| {
+        let direction = if gaps[j - 1] <= 0.0 && gaps[j] > 0.0 {
+            Direction::Up
+        } else if gaps[j - 1] >= 0.0 && gaps[j] < 0.0 {
+            Direction::Down
+        } else {
+            return None;
+        };
+        Some((candles[offset + j].timestamp_ms, direction))
+    });
+    let last_gap = gaps[len - 1];
+    let trend = if last_gap > 0.0 {
+        Some(Direction::Up)
+    } else if last_gap < 0.0 {
+        Some(Direction::Down)
+    } else {
+        None
+    };
+    Some(Reading {
+        latest_cross,
+        trend,
+        fast_ema: fast[fast.len() - 1],
+        slow_ema: slow[slow.len() - 1],
+        price: closes[closes.len() - 1],
+    })
+}
+
+#[test]
+fn the_one_pass_reading_is_the_reading_of_whole_series() {
+    let closes: Vec<f64> = (0..260)
+        .map(|i| 100.0 + ((i * 7919) % 41) as f64 / 3.0 - (i % 13) as f64 * 0.7)
+        .collect();
+    let all = candles(&closes);
+    for (fast_period, slow_period) in [(9, 21), (2, 3), (5, 200), (12, 26)] {
+        let config = Config {
+            fast_period,
+            slow_period,
+            ..Config::default()
+        };
+        for end in 0..=all.len() {
+            let window = &all[end.saturating_sub(200)..end];
+            assert_eq!(
+                read_crossovers(window, &config),
+                read_crossovers_by_series(window, &config),
+                "periods {fast_period}/{slow_period}, {end} candles"
+            );
+        }
     }
 }
