@@ -91,6 +91,7 @@ fn request(strategy: &str, symbols: Vec<String>, days: i64) -> Request {
         initial_capital: Decimal::from(100_000),
         costs: None,
         risk_profile: "medium".into(),
+        lookahead_cuts: 0,
     }
 }
 

@@ -320,13 +320,24 @@ async fn the_api_runs_backtests_in_the_background_with_progress_and_plan_limits(
             .all(|p| p["drawdown_pct"].as_f64().unwrap() <= 0.0)
     );
 
-    // The same request again gives the same trades.
+    // The same request again, with the lookahead check, gives the same trades, and the check
+    // finds no signal that changes without the later candles.
+    assert!(detail["lookahead"].is_null());
+    let mut checked = body.clone();
+    checked["lookahead_check"] = json!(2);
     let again = server
-        .post("/api/v1/backtests", Some(&token), body.clone())
+        .post("/api/v1/backtests", Some(&token), checked)
         .await;
     again.expect(200);
     let again_id = again.data()["id"].as_str().unwrap().to_string();
     next_event(&mut socket, "backtest_finished", 60).await;
+    let check = server
+        .get(&format!("/api/v1/backtests/{again_id}"), Some(&token))
+        .await
+        .data()["lookahead"]
+        .clone();
+    assert_eq!(check["clean"], true, "{check}");
+    assert_eq!(check["cuts"].as_array().unwrap().len(), 2, "{check}");
     let repeated = server
         .get(
             &format!("/api/v1/backtests/{again_id}/trades"),
@@ -350,6 +361,8 @@ async fn the_api_runs_backtests_in_the_background_with_progress_and_plan_limits(
         (json!({"fee_bps": 5000}), "costs.fee_bps"),
         (json!({"version": "9.9.9"}), "version"),
         (json!({"source": "csv"}), "symbols"),
+        (json!({"lookahead_check": 0}), "lookahead_check"),
+        (json!({"lookahead_check": 21}), "lookahead_check"),
     ] {
         let mut bad = body.clone();
         for (key, value) in change.as_object().unwrap() {

@@ -21,24 +21,24 @@ const MAX_CHANGES: usize = 20;
 pub struct Lookahead {
     /// No signal changed at any cut.
     pub clean: bool,
-    pub cuts: Vec<Cut>,
+    pub cuts: Vec<LookaheadCut>,
 }
 
 /// One rerun on data that ends at `cut_ms`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Cut {
+pub struct LookaheadCut {
     /// The last step of the rerun: no candle closing after it was given.
     pub cut_ms: i64,
     /// Signals of the whole run up to the cut.
     pub compared: u64,
     /// Signals up to the cut that the rerun gave differently, or not at all, or only it gave.
     pub changed: u64,
-    pub changes: Vec<Change>,
+    pub changes: Vec<LookaheadChange>,
 }
 
 /// A signal that differs: as the whole run gave it, and as the rerun did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Change {
+pub struct LookaheadChange {
     pub at_ms: i64,
     pub symbol: String,
     pub with_later_data: Option<String>,
@@ -77,7 +77,7 @@ pub fn check(
     for &cut_ms in cuts {
         let before: Vec<&SignalSeen> = full.iter().filter(|s| s.at_ms <= cut_ms).collect();
         let rerun = run(cut_ms)?;
-        let mut cut = Cut {
+        let mut cut = LookaheadCut {
             cut_ms,
             compared: before.len() as u64,
             changed: 0,
@@ -91,7 +91,7 @@ pub fn check(
             cut.changed += 1;
             if cut.changes.len() < MAX_CHANGES {
                 let first = with.or(without).expect("one of the two is there");
-                cut.changes.push(Change {
+                cut.changes.push(LookaheadChange {
                     at_ms: first.at_ms,
                     symbol: first.symbol.clone(),
                     with_later_data: with.map(SignalSeen::describe),

@@ -63,7 +63,13 @@ pub struct Request {
     /// Sets the trailing stop as a bot's risk profile does: low, medium or high.
     #[serde(default = "default_risk_profile")]
     pub risk_profile: String,
+    /// Cuts of the lookahead check run after the backtest; none when 0.
+    #[serde(default)]
+    pub lookahead_cuts: usize,
 }
+
+/// The most cuts a lookahead check makes.
+pub const MAX_LOOKAHEAD_CUTS: usize = 20;
 
 fn default_source() -> String {
     "paper".into()
@@ -335,7 +341,8 @@ impl replay::Plugins for WasmPlugins<'_> {
 }
 
 /// Runs a planned backtest over loaded candles on the calling thread (a blocking one): the
-/// same inputs give the same report.
+/// same inputs give the same report. With `lookahead_cuts`, the lookahead check follows: the
+/// replay again on the candles cut at that many points, each with fresh instances.
 pub fn execute(
     registry: &Registry,
     plan: &Plan,
@@ -345,60 +352,42 @@ pub fn execute(
     progress: &mut dyn FnMut(f64),
 ) -> ApiResult<Report> {
     let started = std::time::Instant::now();
-    let (outcome, trader) = replay_once(registry, plan, candles, operator, cancel, progress)?;
-    Ok(Report::of(
-        plan,
-        &plan.strategy.plugin.manifest.version,
-        outcome,
-        &trader,
-        started.elapsed().as_secs_f64(),
-    ))
-}
-
-/// The backtest as [`execute`] runs it, then its lookahead check: the replay again on the
-/// candles cut at `cuts` points, each with fresh instances ([`lookahead`]).
-pub fn execute_checking_lookahead(
-    registry: &Registry,
-    plan: &Plan,
-    candles: Vec<(String, Vec<Candle>)>,
-    operator: (Entitlement, Settings),
-    cuts: usize,
-    cancel: &AtomicBool,
-    progress: &mut dyn FnMut(f64),
-) -> ApiResult<Report> {
-    let started = std::time::Instant::now();
     let request = &plan.request;
-    let (outcome, trader) = replay_once(
-        registry,
-        plan,
-        candles.clone(),
-        operator.clone(),
-        cancel,
-        progress,
-    )?;
-    let points = lookahead::cut_points(request.from_ms, request.to_ms, plan.interval_ms, cuts);
-    let check = lookahead::check(&outcome.signal_log, &points, |cut| {
-        let cut_short = candles
-            .iter()
-            .map(|(symbol, series)| {
-                let kept = lookahead::truncated(series, cut, plan.interval_ms);
-                (symbol.clone(), kept)
-            })
-            .collect();
-        let mut cut_plan = plan.clone();
-        cut_plan.request.to_ms = cut;
-        replay_once(
-            registry,
-            &cut_plan,
-            cut_short,
-            operator.clone(),
-            cancel,
-            &mut |_| {},
-        )
-        .map(|(outcome, _)| outcome.signal_log)
-        .map_err(|err| err.to_string())
-    })
-    .map_err(|err| ApiError::invalid_field("strategy", err))?;
+    let cuts = request.lookahead_cuts.min(MAX_LOOKAHEAD_CUTS);
+    let later = (cuts > 0).then(|| candles.clone());
+    let (outcome, trader) =
+        replay_once(registry, plan, candles, operator.clone(), cancel, progress)?;
+    let check = match later {
+        None => None,
+        Some(candles) => {
+            let points =
+                lookahead::cut_points(request.from_ms, request.to_ms, plan.interval_ms, cuts);
+            let rerun = |cut| {
+                let cut_short = candles
+                    .iter()
+                    .map(|(symbol, series)| {
+                        let kept = lookahead::truncated(series, cut, plan.interval_ms);
+                        (symbol.clone(), kept)
+                    })
+                    .collect();
+                let mut cut_plan = plan.clone();
+                cut_plan.request.to_ms = cut;
+                replay_once(
+                    registry,
+                    &cut_plan,
+                    cut_short,
+                    operator.clone(),
+                    cancel,
+                    &mut |_| {},
+                )
+                .map(|(outcome, _)| outcome.signal_log)
+                .map_err(|err| err.to_string())
+            };
+            let check = lookahead::check(&outcome.signal_log, &points, rerun)
+                .map_err(|err| ApiError::invalid_field("strategy", err))?;
+            Some(check)
+        }
+    };
     let mut report = Report::of(
         plan,
         &plan.strategy.plugin.manifest.version,
@@ -406,7 +395,7 @@ pub fn execute_checking_lookahead(
         &trader,
         started.elapsed().as_secs_f64(),
     );
-    report.lookahead = Some(check);
+    report.lookahead = check;
     Ok(report)
 }
 

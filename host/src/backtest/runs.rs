@@ -10,6 +10,7 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::lookahead::Lookahead;
 use super::report::{BacktestPosition, BacktestTrade, CurvePoint, Report};
 use super::{Costs, Request};
 use crate::App;
@@ -116,6 +117,10 @@ pub struct NewBacktest {
     /// low, medium or high (the trailing stop), default medium.
     #[serde(default)]
     pub risk_profile: Option<String>,
+    /// Run the lookahead check after the backtest with this many cuts (1–20): the replay again
+    /// on the data cut short, reporting every signal that changes without the later candles.
+    #[serde(default)]
+    pub lookahead_check: Option<u64>,
 }
 
 /// A run as the API shows it.
@@ -144,6 +149,8 @@ pub struct BacktestView {
     pub metrics: Option<PerformanceMetrics>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<BacktestSummary>,
+    /// The lookahead check's findings, when the run asked for it and completed.
+    pub lookahead: Option<Lookahead>,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -230,6 +237,16 @@ fn request_of(body: NewBacktest) -> ApiResult<Request> {
             })
         }
     };
+    let lookahead_cuts = match body.lookahead_check {
+        None => 0,
+        Some(cuts) if (1..=super::MAX_LOOKAHEAD_CUTS as u64).contains(&cuts) => cuts as usize,
+        Some(cuts) => {
+            return Err(ApiError::invalid_field(
+                "lookahead_check",
+                format!("{cuts} cuts: between 1 and {}", super::MAX_LOOKAHEAD_CUTS),
+            ));
+        }
+    };
     Ok(Request {
         strategy: body.strategy,
         config,
@@ -241,6 +258,7 @@ fn request_of(body: NewBacktest) -> ApiResult<Request> {
         initial_capital,
         costs,
         risk_profile: body.risk_profile.unwrap_or_else(|| "medium".into()),
+        lookahead_cuts,
     })
 }
 
@@ -266,7 +284,11 @@ pub async fn start(app: &App, user: &Principal, body: NewBacktest) -> ApiResult<
     let entitlement = Entitlement::of(&row, now);
     let allowed = limits(entitlement.effective);
     let steps = (plan.request.to_ms - plan.request.from_ms) / plan.interval_ms + 1;
-    let candles = steps.saturating_mul(plan.request.symbols.len() as i64);
+    // The lookahead check replays up to each cut again: about half the range a cut.
+    let candles = steps
+        .saturating_mul(plan.request.symbols.len() as i64)
+        .saturating_mul(2 + plan.request.lookahead_cuts as i64)
+        / 2;
     if candles > allowed.candles {
         return Err(ApiError::new(
             ErrorCode::ExceedsTierLimit,
@@ -531,5 +553,6 @@ fn view(row: BacktestRow, report: Option<&Report>) -> BacktestView {
             entries_refused: r.skipped.len() as u64 + r.skipped_more,
             loss_limit_days: r.loss_limit_days,
         }),
+        lookahead: report.and_then(|r| r.lookahead.clone()),
     }
 }

@@ -116,6 +116,9 @@ pub async fn run(config: &AppConfig, args: BacktestArgs) -> Result<()> {
         initial_capital: args.capital,
         costs,
         risk_profile: args.risk_profile,
+        lookahead_cuts: args
+            .lookahead_check
+            .map_or(0, |cuts| cuts.clamp(1, backtest::MAX_LOOKAHEAD_CUTS)),
     };
     let plan = backtest::plan(&registry, request)?;
     let candles = match &args.data {
@@ -165,24 +168,15 @@ pub async fn run(config: &AppConfig, args: BacktestArgs) -> Result<()> {
     let capital = crate::engine::accounting::float(plan.request.initial_capital);
     let mut settings = Settings::resolve(&Default::default(), &entitlement, capital);
     settings.trading.allowed_pairs = plan.request.symbols.clone();
-    let report = tokio::task::block_in_place(|| match args.lookahead_check {
-        Some(cuts) => backtest::execute_checking_lookahead(
-            &registry,
-            &plan,
-            candles,
-            (entitlement, settings),
-            cuts.clamp(1, 20),
-            &cancel,
-            &mut bar,
-        ),
-        None => backtest::execute(
+    let report = tokio::task::block_in_place(|| {
+        backtest::execute(
             &registry,
             &plan,
             candles,
             (entitlement, settings),
             &cancel,
             &mut bar,
-        ),
+        )
     })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
