@@ -141,6 +141,86 @@ async fn the_command_line_backtests_deterministically_and_refuses_bad_input_by_f
     assert_eq!(checked["trades"], first["trades"]);
     assert!(first.get("lookahead").is_none());
 
+    // A sweep runs every combination of the grid on the cores, ranked by the chosen figure;
+    // each point is the run its configuration gives alone, and a combination the strategy
+    // refuses is listed as failed.
+    let swept: Value = serde_json::from_str(
+        &tradehost(
+            &server,
+            &[
+                &args[..],
+                &[
+                    "--sweep",
+                    "fast_period=5,9",
+                    "--sweep",
+                    "slow_period=8,21",
+                    "--rank-by",
+                    "net_pnl",
+                ],
+            ]
+            .concat(),
+        )
+        .stdout,
+    )
+    .unwrap();
+    let points = swept.as_array().unwrap();
+    assert_eq!(points.len(), 4, "{swept}");
+    let scores: Vec<f64> = points[..3]
+        .iter()
+        .map(|p| p["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert_eq!(
+        points[..3]
+            .iter()
+            .map(|p| p["rank"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    let failed = &points[3];
+    assert_eq!(
+        (
+            failed["config"]["fast_period"].as_str(),
+            failed["config"]["slow_period"].as_str()
+        ),
+        (Some("9"), Some("8"))
+    );
+    assert!(
+        failed["error"].as_str().unwrap().contains("fast_period"),
+        "{failed}"
+    );
+    let best = &points[0];
+    let alone = report(&tradehost(
+        &server,
+        &[
+            &args[..],
+            &[
+                "--config",
+                &format!(
+                    "fast_period={}",
+                    best["config"]["fast_period"].as_str().unwrap()
+                ),
+                "--config",
+                &format!(
+                    "slow_period={}",
+                    best["config"]["slow_period"].as_str().unwrap()
+                ),
+            ],
+        ]
+        .concat(),
+    ));
+    assert_eq!(best["report"]["trades"], alone["trades"]);
+    assert_eq!(best["score"], alone["metrics"]["net_pnl"]);
+    let unknown_figure = refusal(&tradehost(
+        &server,
+        &[
+            &args[..],
+            &["--sweep", "fast_period=5", "--rank-by", "luck"],
+        ]
+        .concat(),
+    ));
+    assert!(unknown_figure.contains("rank_by"), "{unknown_figure}");
+
     // Costs given on the command line are the run's.
     let free = report(&tradehost(
         &server,
@@ -345,6 +425,35 @@ async fn the_api_runs_backtests_in_the_background_with_progress_and_plan_limits(
         )
         .await;
     assert_eq!(repeated.data()["trades"], trades);
+    // Two runs side by side: the same request, so every figure is equal and none is best.
+    let compared = server
+        .get(
+            &format!("/api/v1/backtests/compare?ids={id},{again_id}"),
+            Some(&token),
+        )
+        .await;
+    compared.expect(200);
+    let compared = compared.data().clone();
+    assert_eq!(compared["runs"][0]["id"], id.as_str());
+    assert_eq!(compared["runs"][1]["id"], again_id.as_str());
+    let figures = compared["figures"].as_array().unwrap();
+    let net = figures.iter().find(|f| f["name"] == "net_pnl").unwrap();
+    assert_eq!(net["values"][0], detail["metrics"]["net_pnl"]);
+    assert_eq!(net["values"][0], net["values"][1]);
+    assert!(figures.iter().all(|f| f["best"].is_null()), "{compared}");
+    for query in [format!("ids={id}"), String::new()] {
+        server
+            .get(&format!("/api/v1/backtests/compare?{query}"), Some(&token))
+            .await
+            .expect_error(400, "INVALID_REQUEST");
+    }
+    server
+        .get(
+            &format!("/api/v1/backtests/compare?ids={id},no-such"),
+            Some(&token),
+        )
+        .await
+        .expect_error(404, "NOT_FOUND");
     let listed = server.get("/api/v1/backtests", Some(&token)).await;
     listed.expect(200);
     assert_eq!(listed.data()["backtests"].as_array().unwrap().len(), 2);

@@ -6,6 +6,7 @@ pub mod lookahead;
 pub mod replay;
 pub mod report;
 pub mod runs;
+pub mod sweep;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -466,6 +466,95 @@ pub async fn detail(app: &App, user: &Principal, id: &str) -> ApiResult<Backtest
     Ok(view(row, report.as_ref()))
 }
 
+/// The most runs compared at once.
+pub const MAX_COMPARED: usize = 10;
+
+/// Runs side by side.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct BacktestComparison {
+    /// The runs in the order asked for, as their detail shows them.
+    pub runs: Vec<BacktestView>,
+    /// Each figure of the reports with the runs' values in the same order, and the run that did
+    /// best by it (none when they are equal).
+    pub figures: Vec<ComparedFigure>,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ComparedFigure {
+    pub name: String,
+    pub values: Vec<f64>,
+    pub best: Option<String>,
+}
+
+/// The user's runs `ids` (comma-separated, 2 to [`MAX_COMPARED`], each with a report) side by
+/// side.
+pub async fn compare(app: &App, user: &Principal, ids: &str) -> ApiResult<BacktestComparison> {
+    let ids: Vec<&str> = ids
+        .split(',')
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .collect();
+    if !(2..=MAX_COMPARED).contains(&ids.len()) {
+        return Err(ApiError::invalid_field(
+            "ids",
+            format!("2 to {MAX_COMPARED} backtest ids, comma-separated"),
+        ));
+    }
+    let mut runs = Vec::new();
+    let mut figures: Vec<(String, Vec<f64>)> = Vec::new();
+    for id in &ids {
+        let (row, report) = row_and_report(app, user, id).await?;
+        let Some(report) = report else {
+            return Err(ApiError::invalid_field(
+                "ids",
+                format!("backtest {id} has no report yet ({})", row.status),
+            ));
+        };
+        let mut values = serde_json::to_value(&report.metrics)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(name, value)| Some((name, value.as_f64()?)))
+            .collect::<Vec<_>>();
+        values.push(("sortino_ratio".into(), report.sortino_ratio));
+        values.push((
+            "final_equity".into(),
+            crate::engine::accounting::float(report.final_equity),
+        ));
+        if figures.is_empty() {
+            figures = values
+                .iter()
+                .map(|(name, _)| (name.clone(), Vec::new()))
+                .collect();
+        }
+        for ((_, column), (_, value)) in figures.iter_mut().zip(values) {
+            column.push(value);
+        }
+        runs.push(view(row, Some(&report)));
+    }
+    let figures = figures
+        .into_iter()
+        .map(|(name, values)| {
+            let smaller = super::sweep::smaller_is_better(&name);
+            let best = values
+                .iter()
+                .enumerate()
+                .max_by(|(_, a), (_, b)| {
+                    if smaller {
+                        b.total_cmp(a)
+                    } else {
+                        a.total_cmp(b)
+                    }
+                })
+                .filter(|(_, best)| values.iter().any(|v| v != *best))
+                .map(|(i, _)| runs[i].id.clone());
+            ComparedFigure { name, values, best }
+        })
+        .collect();
+    Ok(BacktestComparison { runs, figures })
+}
+
 pub async fn trades(app: &App, user: &Principal, id: &str) -> ApiResult<BacktestTrades> {
     let (_, report) = row_and_report(app, user, id).await?;
     Ok(match report {

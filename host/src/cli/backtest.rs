@@ -60,6 +60,14 @@ pub struct BacktestArgs {
     /// points, reporting any signal that changes when the later candles are there.
     #[arg(long, value_name = "CUTS", num_args = 0..=1, default_missing_value = "4")]
     lookahead_check: Option<usize>,
+    /// A parameter sweep: a configuration key and the values to try, KEY=V1,V2,… (repeatable;
+    /// every combination runs, on every core, over the same candles).
+    #[arg(long = "sweep", value_name = "KEY=V1,V2,…")]
+    sweep: Vec<String>,
+    /// The figure a sweep ranks by: a field of the report's metrics (sharpe_ratio, net_pnl,
+    /// win_rate, profit_factor, max_drawdown_pct, …) or sortino_ratio.
+    #[arg(long, default_value = "sharpe_ratio")]
+    rank_by: String,
     /// Print the whole report as JSON.
     #[arg(long)]
     json: bool,
@@ -168,6 +176,36 @@ pub async fn run(config: &AppConfig, args: BacktestArgs) -> Result<()> {
     let capital = crate::engine::accounting::float(plan.request.initial_capital);
     let mut settings = Settings::resolve(&Default::default(), &entitlement, capital);
     settings.trading.allowed_pairs = plan.request.symbols.clone();
+    if !args.sweep.is_empty() {
+        let grid = grid_of(&args.sweep)?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let show = |done: usize, total: usize| {
+            if !json {
+                eprint!("\r{done}/{total} runs");
+                let _ = std::io::stderr().flush();
+            }
+        };
+        let ranked = tokio::task::block_in_place(|| {
+            backtest::sweep::sweep(
+                &registry,
+                &plan,
+                &candles,
+                &(entitlement, settings),
+                &grid,
+                &args.rank_by,
+                threads,
+                &cancel,
+                &show,
+            )
+        })?;
+        if json {
+            println!("{}", serde_json::to_string_pretty(&ranked)?);
+        } else {
+            eprintln!();
+            print_sweep(&ranked, &args.rank_by);
+        }
+        return Ok(());
+    }
     let report = tokio::task::block_in_place(|| {
         backtest::execute(
             &registry,
@@ -255,6 +293,65 @@ fn print_summary(report: &Report) {
                 t.net_pnl.round_dp(2),
                 t.exit_reason
             );
+        }
+    }
+}
+
+/// `KEY=V1,V2,…` arguments as a grid.
+fn grid_of(arguments: &[String]) -> Result<backtest::sweep::Grid> {
+    let mut grid = backtest::sweep::Grid::new();
+    for argument in arguments {
+        let (key, values) = argument
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--sweep {argument:?} is not KEY=V1,V2,…"))?;
+        let values: Vec<String> = values
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect();
+        if values.is_empty() {
+            return Err(anyhow!("--sweep {argument:?} names no values"));
+        }
+        grid.insert(key.trim().to_string(), values);
+    }
+    Ok(grid)
+}
+
+/// The sweep's points best first, side by side.
+fn print_sweep(ranked: &[backtest::sweep::Ranked], rank_by: &str) {
+    println!(
+        "{:>4}  {:<36} {:>7} {:>12} {:>9} {:>8} {:>7} {:>8}  {rank_by}",
+        "RANK", "CONFIG", "TRADES", "NET P&L", "RETURN %", "WIN %", "SHARPE", "MAX DD %"
+    );
+    for point in ranked {
+        let config = point
+            .config
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        match &point.report {
+            Some(report) => {
+                let m = &report.metrics;
+                println!(
+                    "{:>4}  {:<36} {:>7} {:>12.2} {:>9.2} {:>8.1} {:>7.2} {:>8.2}  {}",
+                    point.rank,
+                    config,
+                    m.total_trades,
+                    m.net_pnl,
+                    m.total_pnl_pct,
+                    m.win_rate * 100.0,
+                    m.sharpe_ratio,
+                    m.max_drawdown_pct,
+                    point.score.map_or("-".into(), |s| format!("{s:.4}")),
+                );
+            }
+            None => println!(
+                "{:>4}  {:<36} failed: {}",
+                "-",
+                config,
+                point.error.as_deref().unwrap_or("")
+            ),
         }
     }
 }

@@ -56,7 +56,7 @@ pub enum Command {
     },
     /// Backtest a strategy over stored candles (downloaded through the broker named by
     /// --source when the store lacks them) or a CSV file.
-    Backtest(backtest::BacktestArgs),
+    Backtest(Box<backtest::BacktestArgs>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,7 +160,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             action: MailCommand::Show { to },
         } => show_mail(&config, &to).await,
         Command::Candles { action } => candles::run(&config, action).await,
-        Command::Backtest(args) => backtest::run(&config, args).await,
+        Command::Backtest(args) => backtest::run(&config, *args).await,
         Command::Vault {
             action: VaultCommand::RotateKey { new_key },
         } => {

@@ -1,4 +1,5 @@
-//! `/api/v1/backtests`: a user's backtests: start, list, detail, trades, equity, cancel, delete.
+//! `/api/v1/backtests`: a user's backtests: start, list, compare, detail, trades, equity, cancel,
+//! delete.
 
 use rocket::{State, delete, get, post};
 use serde::Serialize;
@@ -8,11 +9,14 @@ use crate::api::envelope::{Body, Success, ok};
 use crate::api::openapi::prelude::*;
 use crate::auth::AuthUser;
 use crate::backtest::runs::{
-    self, BacktestDeleted, BacktestEquity, BacktestTrades, BacktestView, NewBacktest,
+    self, BacktestComparison, BacktestDeleted, BacktestEquity, BacktestTrades, BacktestView,
+    NewBacktest,
 };
 use crate::error::ApiResult;
 
-crate::api::handlers![create, list, detail, trades, equity, cancel, remove];
+crate::api::handlers![
+    create, list, compare, detail, trades, equity, cancel, remove
+];
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 struct BacktestList {
@@ -53,6 +57,30 @@ async fn create(
 async fn list(app: &State<App>, user: AuthUser) -> ApiResult<Success<BacktestList>> {
     let backtests = runs::list(app, &user.0).await?;
     Ok(ok(BacktestList { backtests }))
+}
+
+#[utoipa::path(
+    tag = "backtests",
+    operation_id = "backtestsCompare",
+    summary = "Backtests side by side",
+    description = "Two to ten of the user's runs that have a report, in the order given: each as its detail shows it, and every figure of the reports side by side with the run that did best by it (the smallest drawdown, fees and losing trades; the largest of the rest).",
+    security(("bearerAuth" = [])),
+    params(("ids" = String, Query, description = "Backtest ids, comma-separated.")),
+    responses(
+        (status = 200, description = "OK", body = Enveloped<BacktestComparison>),
+        (status = 400, response = Platform400InvalidRequest),
+        (status = 404, response = Platform404NotFound)
+    ),
+)]
+#[get("/backtests/compare?<ids>")]
+async fn compare(
+    app: &State<App>,
+    user: AuthUser,
+    ids: Option<&str>,
+) -> ApiResult<Success<BacktestComparison>> {
+    runs::compare(app, &user.0, ids.unwrap_or_default())
+        .await
+        .map(ok)
 }
 
 #[utoipa::path(
