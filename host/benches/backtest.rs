@@ -8,6 +8,7 @@
 //!   reference, a fresh instance per step;
 //! - ema-cross over `BENCH_SYMBOLS` (default 20) symbols in one run;
 //! - two one-symbol runs at once against the same two one after the other (the cores);
+//! - a sweep of 4 configurations on every core against the same on one thread;
 //! - the resident memory the process reached.
 //!
 //! `BENCH_NO_REFERENCE=1` leaves the references out (for a profile of the runs alone);
@@ -370,6 +371,53 @@ async fn main() {
     println!(
         "two runs at once: {:.2}x the candles/s of one after the other",
         parallel / sequential
+    );
+
+    // A sweep of 4 configurations over one symbol: on every core, against one thread.
+    let plan = backtest::plan(&app.plugins, request("ema-cross", vec![symbol(0)], days)).unwrap();
+    let candles = backtest::load_candles(&app.db, &plan).await.unwrap();
+    let grid: backtest::sweep::Grid = [
+        (
+            "fast_period".to_string(),
+            vec!["5".to_string(), "9".to_string()],
+        ),
+        (
+            "slow_period".to_string(),
+            vec!["21".to_string(), "34".to_string()],
+        ),
+    ]
+    .into();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut rates = Vec::new();
+    for threads in [1, cores] {
+        let started = Instant::now();
+        let ranked = tokio::task::block_in_place(|| {
+            backtest::sweep::sweep(
+                &app.plugins,
+                &plan,
+                &candles,
+                &operator(),
+                &grid,
+                "sharpe_ratio",
+                threads,
+                &AtomicBool::new(false),
+                &|_, _| {},
+            )
+            .unwrap()
+        });
+        let replayed: u64 = ranked
+            .iter()
+            .filter_map(|point| point.report.as_ref())
+            .map(|report| report.candles)
+            .sum();
+        rates.push(line(
+            &format!("ema-cross sweep, 4 configurations, {threads} thread(s)"),
+            (replayed, started.elapsed().as_secs_f64(), 0),
+        ));
+    }
+    println!(
+        "sweep on {cores} threads: {:.2}x one thread",
+        rates[1] / rates[0]
     );
     println!("peak resident memory: {:.0} MB", peak_rss_mb());
     support::drop_created_databases().await;
