@@ -69,7 +69,8 @@ impl Run {
             market,
             positions: step.positions,
             account: step.account,
-            state: self.state.clone(),
+            // The strategy hands back the state it leaves; a step that fails ends the run.
+            state: std::mem::take(&mut self.state),
         })
     }
 

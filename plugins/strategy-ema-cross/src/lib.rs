@@ -12,8 +12,6 @@
 #[cfg(target_arch = "wasm32")]
 mod component;
 
-use std::collections::BTreeSet;
-
 use tradehost_sdk::MAX_STATE_BYTES;
 use tradehost_sdk::config::ConfigReader;
 use tradehost_sdk::indicators::Ema;
@@ -126,11 +124,15 @@ pub fn evaluate(ctx: &ScanContext, config: &Config) -> Result<Evaluation, Plugin
     config.validate()?;
     let previous = StateMap::decode(&ctx.state);
     let mut next = StateMap::new();
-    let mut seen = BTreeSet::new();
     let mut signals = Vec::new();
-    for series in ctx.market.iter().filter(|s| s.interval == config.interval) {
+    let ours = |s: &&Series| s.interval == config.interval;
+    for (i, series) in ctx.market.iter().enumerate().filter(|(_, s)| ours(s)) {
         // The first series of a symbol decides; duplicates cannot add a second signal.
-        if !seen.insert(series.symbol.as_str()) {
+        if ctx.market[..i]
+            .iter()
+            .filter(ours)
+            .any(|earlier| earlier.symbol == series.symbol)
+        {
             continue;
         }
         let memo = previous.get(&series.symbol).and_then(Memo::parse);
