@@ -119,7 +119,7 @@ async fn run(app: &App, user_id: &str, request: Request) -> (u64, f64, u64) {
         backtest::execute(
             &registry,
             &plan,
-            candles,
+            &candles,
             operator(),
             &AtomicBool::new(false),
             &mut |_| {},
@@ -224,8 +224,8 @@ fn replay<P: Plugins>(
     );
     let cancel = AtomicBool::new(false);
     let symbols = candles
-        .into_iter()
-        .map(|(s, c)| SymbolCandles::new(s, c))
+        .iter()
+        .map(|(s, c)| SymbolCandles::new(s.clone(), c))
         .collect();
     let (outcome, _) = Replay::new(
         trader,

@@ -135,6 +135,64 @@ fn evaluate(registry: &Registry, name: &str, ctx: &ScanContext) -> Result<Evalua
     registry.runtime().evaluate_strategy(&active, ctx)
 }
 
+/// What `guest-clocks` read in one call: WASI's wall clock (ms) and a value of its random source.
+fn clocks_read(evaluation: &Evaluation) -> (i64, u64) {
+    let text = String::from_utf8(evaluation.state.clone()).unwrap();
+    let (wall_ms, random) = text.split_once(' ').unwrap();
+    (wall_ms.parse().unwrap(), random.parse().unwrap())
+}
+
+/// In a backtest a guest's WASI clock reads the replayed time and its random source is seeded,
+/// so two runs are the same and a guest cannot tell a replay from a live scan by the clock; a
+/// live scan reads the real clock and fresh randomness.
+#[test]
+fn a_replayed_guest_reads_the_replayed_time_and_a_seeded_random_source() {
+    let registry = registry();
+    load_guest(&registry, "guest-clocks").unwrap();
+    let runtime = registry.runtime();
+    let active = registry
+        .active(PluginKind::Strategy, "guest-clocks")
+        .unwrap();
+    let replayed = [1_600_000_000_000, 1_600_000_060_000, 1_600_086_400_000];
+    let run = || {
+        let mut session =
+            StrategySession::start(runtime, &active, active.target.clone(), CallPath::Evaluate)
+                .unwrap();
+        replayed
+            .iter()
+            .map(|&now_ms| {
+                clocks_read(
+                    &session
+                        .evaluate(&ScanContext {
+                            now_ms,
+                            ..scan(vec![])
+                        })
+                        .unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = run();
+    let walls: Vec<i64> = first.iter().map(|(wall_ms, _)| *wall_ms).collect();
+    assert_eq!(walls, replayed);
+    assert_eq!(
+        run(),
+        first,
+        "a second run reads the same clock and random values"
+    );
+
+    let live = |_| clocks_read(&evaluate(&registry, "guest-clocks", &scan(vec![])).unwrap());
+    let (one, two): ((i64, u64), (i64, u64)) = (live(1), live(2));
+    let real_ms = chrono::Utc::now().timestamp_millis();
+    assert!(
+        (real_ms - one.0).abs() < 60_000,
+        "live: {} vs {real_ms}",
+        one.0
+    );
+    assert_ne!(one.1, two.1, "live calls draw fresh randomness");
+    assert!(first.iter().all(|(_, random)| *random != one.1));
+}
+
 /// A backtest calls an SDK strategy through its `replay` export (each candle handed over
 /// once, windows and state kept in the guest); a live scan calls `evaluate` with whole windows.
 /// Step after step over the paper market, both give the same signals.

@@ -58,9 +58,9 @@ pub fn cut_points(from_ms: i64, to_ms: i64, interval_ms: i64, cuts: usize) -> Ve
 }
 
 /// The candles that have closed by `cut_ms`.
-pub fn truncated(candles: &[Candle], cut_ms: i64, interval_ms: i64) -> Vec<Candle> {
+pub fn truncated(candles: &[Candle], cut_ms: i64, interval_ms: i64) -> &[Candle] {
     let end = candles.partition_point(|c| c.timestamp_ms + interval_ms <= cut_ms);
-    candles[..end].to_vec()
+    &candles[..end]
 }
 
 /// Compares the signals of the whole run (`full`) with those of `run(cut)`, the replay on data
@@ -204,12 +204,12 @@ mod tests {
             .collect()
     }
 
-    fn signals(data: Vec<Candle>, peek: bool, to_ms: i64) -> Vec<SignalSeen> {
+    fn signals(data: &[Candle], peek: bool, to_ms: i64) -> Vec<SignalSeen> {
         let cancel = AtomicBool::new(false);
         let replay = Replay::new(
             Trader::paper_for_tests(10_000),
             Trend {
-                data: data.clone(),
+                data: data.to_vec(),
                 peek,
             },
             Costs::default(),
@@ -217,7 +217,8 @@ mod tests {
             vec![SymbolCandles::new("BTC-USD".into(), data)],
             "paper".into(),
             &cancel,
-        );
+        )
+        .with_signal_log();
         let (outcome, _) = replay.run(START + 5 * MINUTE, to_ms, &mut |_| {}).unwrap();
         outcome.signal_log
     }
@@ -225,7 +226,7 @@ mod tests {
     fn lookahead(peek: bool) -> Lookahead {
         let data = closes();
         let to_ms = START + 120 * MINUTE;
-        let full = signals(data.clone(), peek, to_ms);
+        let full = signals(&data, peek, to_ms);
         assert!(!full.is_empty());
         let cuts = cut_points(START + 5 * MINUTE, to_ms, MINUTE, DEFAULT_CUTS);
         assert_eq!(cuts.len(), DEFAULT_CUTS);

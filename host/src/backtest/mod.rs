@@ -297,7 +297,7 @@ impl<'a> WasmPlugins<'a> {
             let Ok(active) = registry.active(PluginKind::RiskRule, &name) else {
                 continue;
             };
-            rules.push((name, RuleSession::start(runtime, &active)?));
+            rules.push((name, RuleSession::start(runtime, &active, session.time())?));
         }
         Ok(WasmPlugins { session, rules })
     }
@@ -347,7 +347,7 @@ impl replay::Plugins for WasmPlugins<'_> {
 pub fn execute(
     registry: &Registry,
     plan: &Plan,
-    candles: Vec<(String, Vec<Candle>)>,
+    candles: &[(String, Vec<Candle>)],
     operator: (Entitlement, Settings),
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(f64),
@@ -355,39 +355,40 @@ pub fn execute(
     let started = std::time::Instant::now();
     let request = &plan.request;
     let cuts = request.lookahead_cuts.min(MAX_LOOKAHEAD_CUTS);
-    let later = (cuts > 0).then(|| candles.clone());
-    let (outcome, trader) =
-        replay_once(registry, plan, candles, operator.clone(), cancel, progress)?;
-    let check = match later {
-        None => None,
-        Some(candles) => {
-            let points =
-                lookahead::cut_points(request.from_ms, request.to_ms, plan.interval_ms, cuts);
-            let rerun = |cut| {
-                let cut_short = candles
-                    .iter()
-                    .map(|(symbol, series)| {
-                        let kept = lookahead::truncated(series, cut, plan.interval_ms);
-                        (symbol.clone(), kept)
-                    })
-                    .collect();
-                let mut cut_plan = plan.clone();
-                cut_plan.request.to_ms = cut;
-                replay_once(
-                    registry,
-                    &cut_plan,
-                    cut_short,
-                    operator.clone(),
-                    cancel,
-                    &mut |_| {},
-                )
-                .map(|(outcome, _)| outcome.signal_log)
-                .map_err(|err| err.to_string())
-            };
-            let check = lookahead::check(&outcome.signal_log, &points, rerun)
-                .map_err(|err| ApiError::invalid_field("strategy", err))?;
-            Some(check)
-        }
+    let (outcome, trader) = replay_once(
+        registry,
+        plan,
+        symbol_candles(candles, |series| series),
+        cuts > 0,
+        operator.clone(),
+        cancel,
+        progress,
+    )?;
+    let check = if cuts == 0 {
+        None
+    } else {
+        let points = lookahead::cut_points(request.from_ms, request.to_ms, plan.interval_ms, cuts);
+        let rerun = |cut| {
+            let cut_short = symbol_candles(candles, |series| {
+                lookahead::truncated(series, cut, plan.interval_ms)
+            });
+            let mut cut_plan = plan.clone();
+            cut_plan.request.to_ms = cut;
+            replay_once(
+                registry,
+                &cut_plan,
+                cut_short,
+                true,
+                operator.clone(),
+                cancel,
+                &mut |_| {},
+            )
+            .map(|(outcome, _)| outcome.signal_log)
+            .map_err(|err| err.to_string())
+        };
+        let check = lookahead::check(&outcome.signal_log, &points, rerun)
+            .map_err(|err| ApiError::invalid_field("strategy", err))?;
+        Some(check)
     };
     let mut report = Report::of(
         plan,
@@ -402,10 +403,22 @@ pub fn execute(
 
 /// One replay of a planned backtest with fresh plugin instances: what it produced and the
 /// books it left.
+/// Each symbol's candles as the replay reads them, through `select` (all of them, or a cut).
+fn symbol_candles<'c>(
+    candles: &'c [(String, Vec<Candle>)],
+    select: impl Fn(&'c [Candle]) -> &'c [Candle],
+) -> Vec<replay::SymbolCandles<'c>> {
+    candles
+        .iter()
+        .map(|(symbol, series)| replay::SymbolCandles::new(symbol.clone(), select(series)))
+        .collect()
+}
+
 fn replay_once(
     registry: &Registry,
     plan: &Plan,
-    candles: Vec<(String, Vec<Candle>)>,
+    symbols: Vec<replay::SymbolCandles<'_>>,
+    log_signals: bool,
     (entitlement, settings): (Entitlement, Settings),
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(f64),
@@ -435,11 +448,7 @@ fn replay_once(
         settings,
     );
     trader.stats.peak_equity = request.initial_capital;
-    let symbols = candles
-        .into_iter()
-        .map(|(symbol, candles)| replay::SymbolCandles::new(symbol, candles))
-        .collect();
-    let replay = replay::Replay::new(
+    let mut replay = replay::Replay::new(
         trader,
         plugins,
         plan.costs,
@@ -448,6 +457,9 @@ fn replay_once(
         request.source.clone(),
         cancel,
     );
+    if log_signals {
+        replay = replay.with_signal_log();
+    }
     replay
         .run(request.from_ms, request.to_ms, progress)
         .map_err(|err| ApiError::invalid_field("strategy", format!("the strategy failed: {err}")))

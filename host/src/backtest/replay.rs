@@ -57,9 +57,9 @@ pub trait Plugins {
 }
 
 /// One symbol's candles, oldest first, and how many of them have closed.
-pub struct SymbolCandles {
+pub struct SymbolCandles<'c> {
     pub symbol: String,
-    pub candles: Vec<Candle>,
+    pub candles: &'c [Candle],
     closed: usize,
     /// Candles before this one have been handed to a strategy that takes steps.
     sent: usize,
@@ -67,8 +67,8 @@ pub struct SymbolCandles {
     mark: Option<Decimal>,
 }
 
-impl SymbolCandles {
-    pub fn new(symbol: String, candles: Vec<Candle>) -> Self {
+impl<'c> SymbolCandles<'c> {
+    pub fn new(symbol: String, candles: &'c [Candle]) -> Self {
         SymbolCandles {
             symbol,
             candles,
@@ -145,7 +145,7 @@ pub struct Outcome {
     pub candles: u64,
     pub steps: u64,
     pub signals: u64,
-    /// Every entry and exit signal in order, for the lookahead check.
+    /// Every entry and exit signal in order, when asked for (the lookahead check).
     pub signal_log: Vec<SignalSeen>,
     pub skipped: Vec<Skipped>,
     /// Skipped entries beyond the ones kept.
@@ -164,7 +164,7 @@ pub struct Replay<'a, P: Plugins> {
     pub costs: Costs,
     pub interval: String,
     pub interval_ms: i64,
-    pub symbols: Vec<SymbolCandles>,
+    pub symbols: Vec<SymbolCandles<'a>>,
     /// The strategy the bot runs (its config already set on the plugin).
     pub strategy: String,
     /// The series' source, named as the broker on positions.
@@ -178,6 +178,8 @@ pub struct Replay<'a, P: Plugins> {
     steps: bool,
     /// Today's loss limit and the day's starting equity it was worked out from.
     loss_limit: Option<(Decimal, Decimal)>,
+    /// Signals are logged for the lookahead check.
+    log_signals: bool,
 }
 
 impl<'a, P: Plugins> Replay<'a, P> {
@@ -186,7 +188,7 @@ impl<'a, P: Plugins> Replay<'a, P> {
         plugins: P,
         costs: Costs,
         (interval, interval_ms): (String, i64),
-        symbols: Vec<SymbolCandles>,
+        symbols: Vec<SymbolCandles<'a>>,
         source: String,
         cancel: &'a AtomicBool,
     ) -> Self {
@@ -205,7 +207,14 @@ impl<'a, P: Plugins> Replay<'a, P> {
             paused_day: None,
             steps: false,
             loss_limit: None,
+            log_signals: false,
         }
+    }
+
+    /// Keeps every signal in [`Outcome::signal_log`] (for the lookahead check).
+    pub fn with_signal_log(mut self) -> Self {
+        self.log_signals = true;
+        self
     }
 
     /// Replays the candles closing from `from_ms` through `to_ms`; `progress` is told the share
@@ -386,14 +395,16 @@ impl<'a, P: Plugins> Replay<'a, P> {
                 continue;
             };
             self.outcome.signals += 1;
-            self.outcome.signal_log.push(SignalSeen {
-                at_ms: now,
-                symbol: signal.symbol.clone(),
-                action: signal.action,
-                size_usd: signal.size_usd,
-                stop_loss: signal.stop_loss,
-                take_profit: signal.take_profit.clone(),
-            });
+            if self.log_signals {
+                self.outcome.signal_log.push(SignalSeen {
+                    at_ms: now,
+                    symbol: signal.symbol.clone(),
+                    action: signal.action,
+                    size_usd: signal.size_usd,
+                    stop_loss: signal.stop_loss,
+                    take_profit: signal.take_profit.clone(),
+                });
+            }
             let held = self
                 .trader
                 .positions
@@ -704,12 +715,13 @@ mod tests {
             state: Vec::new(),
             shown: shown.clone(),
         };
+        let data = candles(closes);
         let replay = Replay::new(
             Trader::paper_for_tests(10_000),
             fake,
             Costs::default(),
             ("1m".into(), MINUTE),
-            vec![SymbolCandles::new("BTC-USD".into(), candles(closes))],
+            vec![SymbolCandles::new("BTC-USD".into(), &data)],
             "paper".into(),
             &cancel,
         );

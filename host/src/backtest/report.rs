@@ -173,6 +173,36 @@ impl Report {
             lookahead: None,
         }
     }
+
+    /// Every figure of the report by name, in a fixed order: the performance metrics,
+    /// `sortino_ratio` and `final_equity`. Runs are ranked and compared by these.
+    pub fn figures(&self) -> Vec<(String, f64)> {
+        figures_of(
+            &self.metrics,
+            self.sortino_ratio,
+            accounting::float(self.final_equity),
+        )
+    }
+
+    /// Whether `name` is one of [`Report::figures`].
+    pub fn has_figure(name: &str) -> bool {
+        figures_of(&PerformanceMetrics::default(), 0.0, 0.0)
+            .iter()
+            .any(|(figure, _)| figure == name)
+    }
+}
+
+fn figures_of(metrics: &PerformanceMetrics, sortino: f64, final_equity: f64) -> Vec<(String, f64)> {
+    let mut figures: Vec<(String, f64)> = match serde_json::to_value(metrics) {
+        Ok(serde_json::Value::Object(fields)) => fields
+            .into_iter()
+            .filter_map(|(name, value)| Some((name, value.as_f64()?)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    figures.push(("sortino_ratio".into(), sortino));
+    figures.push(("final_equity".into(), final_equity));
+    figures
 }
 
 /// The equity curve thinned to at most [`MAX_CURVE_POINTS`] (the last point of each stretch),

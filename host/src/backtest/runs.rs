@@ -380,7 +380,7 @@ async fn run(
         super::execute(
             &registry,
             &plan,
-            candles,
+            &candles,
             (entitlement, settings),
             &cancel,
             &mut progress,
@@ -510,18 +510,7 @@ pub async fn compare(app: &App, user: &Principal, ids: &str) -> ApiResult<Backte
                 format!("backtest {id} has no report yet ({})", row.status),
             ));
         };
-        let mut values = serde_json::to_value(&report.metrics)
-            .ok()
-            .and_then(|v| v.as_object().cloned())
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|(name, value)| Some((name, value.as_f64()?)))
-            .collect::<Vec<_>>();
-        values.push(("sortino_ratio".into(), report.sortino_ratio));
-        values.push((
-            "final_equity".into(),
-            crate::engine::accounting::float(report.final_equity),
-        ));
+        let values = report.figures();
         if figures.is_empty() {
             figures = values
                 .iter()

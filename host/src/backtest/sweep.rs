@@ -68,24 +68,17 @@ pub fn points(grid: &Grid) -> ApiResult<Vec<BTreeMap<String, String>>> {
     Ok(points)
 }
 
-/// The figure `rank_by` names in a report: a field of its metrics, or `sortino_ratio`.
+/// The figure `rank_by` names in a report (one of [`Report::figures`]).
 pub fn figure(report: &Report, rank_by: &str) -> Option<f64> {
-    if rank_by == "sortino_ratio" {
-        return Some(report.sortino_ratio);
-    }
-    serde_json::to_value(&report.metrics)
-        .ok()?
-        .get(rank_by)?
-        .as_f64()
+    report
+        .figures()
+        .into_iter()
+        .find_map(|(name, value)| (name == rank_by).then_some(value))
 }
 
 /// Checks that `rank_by` names a figure of a report.
 pub fn check_rank_by(rank_by: &str) -> ApiResult<()> {
-    let known = serde_json::to_value(crate::engine::metrics::PerformanceMetrics::default())
-        .ok()
-        .and_then(|v| v.get(rank_by).map(|v| v.is_number()))
-        .unwrap_or(false);
-    if known || rank_by == "sortino_ratio" {
+    if Report::has_figure(rank_by) {
         Ok(())
     } else {
         Err(ApiError::invalid_field(
@@ -133,7 +126,7 @@ pub fn sweep(
         execute(
             registry,
             &planned,
-            candles.to_vec(),
+            candles,
             operator.clone(),
             cancel,
             &mut |_| {},
@@ -247,6 +240,7 @@ mod tests {
         assert!(check_rank_by("sharpe_ratio").is_ok());
         assert!(check_rank_by("max_drawdown_pct").is_ok());
         assert!(check_rank_by("sortino_ratio").is_ok());
+        assert!(check_rank_by("final_equity").is_ok());
         assert!(check_rank_by("luck").is_err());
     }
 }

@@ -210,7 +210,7 @@ pub async fn run(config: &AppConfig, args: BacktestArgs) -> Result<()> {
         backtest::execute(
             &registry,
             &plan,
-            candles,
+            &candles,
             (entitlement, settings),
             &cancel,
             &mut bar,

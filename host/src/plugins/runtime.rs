@@ -23,7 +23,7 @@ use super::bindings::{CURRENT_VERSION, LEGACY_VERSION, v0_1};
 use super::egress::{self, Egress};
 use super::error::PluginError;
 use super::rate_gate::RateGate;
-use super::state::PluginState;
+use super::state::{PluginState, SimulatedTime};
 use super::storage::{MemoryStorage, PluginStorage};
 use super::store_access::{HeldWrites, ScopeLocks, StoreAccess};
 
@@ -304,7 +304,6 @@ impl PluginRuntime {
         scope: Option<&str>,
         hold_writes: bool,
     ) -> CallStore<'_> {
-        let slot = self.slots.take();
         let access = scope.map(|scope| {
             StoreAccess::new(
                 self.storage.clone(),
@@ -313,6 +312,22 @@ impl PluginRuntime {
                 hold_writes,
             )
         });
+        self.store_with(target, access, None)
+    }
+
+    /// A store for a replay's calls (no user store): its clocks read `time`, its random source
+    /// is seeded.
+    pub fn replay_store(&self, target: &CallTarget, time: SimulatedTime) -> CallStore<'_> {
+        self.store_with(target, None, Some(time))
+    }
+
+    fn store_with(
+        &self,
+        target: &CallTarget,
+        access: Option<StoreAccess>,
+        simulated: Option<SimulatedTime>,
+    ) -> CallStore<'_> {
+        let slot = self.slots.take();
         let state = PluginState::new(
             target.name.clone(),
             target.config.clone(),
@@ -320,6 +335,7 @@ impl PluginRuntime {
             self.limits.memory_bytes,
             access,
             self.http.clone(),
+            simulated,
         );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| state as &mut dyn wasmtime::ResourceLimiter);

@@ -24,7 +24,7 @@ use super::calls::{Active, check_evaluation, check_signals, check_verdict, contr
 use super::error::PluginError;
 use super::legacy;
 use super::runtime::{CallStore, CallTarget, PluginRuntime, Prepared};
-use super::state::PluginState;
+use super::state::{PluginState, SimulatedTime};
 
 enum Instance {
     Replay(StrategyReplay),
@@ -46,6 +46,8 @@ pub struct StrategySession<'a> {
     target: CallTarget,
     call_store: CallStore<'a>,
     instance: Instance,
+    /// The run's replayed time, which the guest's clocks read.
+    time: SimulatedTime,
     /// The symbols of the run's series, which a step's signals may name.
     symbols: HashSet<String>,
     /// A call failed: the guest may be left half-way, so the session takes no more calls.
@@ -60,7 +62,8 @@ impl<'a> StrategySession<'a> {
         target: CallTarget,
         path: CallPath,
     ) -> Result<Self, PluginError> {
-        let mut call_store = runtime.store(&target, None, false);
+        let time = SimulatedTime::default();
+        let mut call_store = runtime.replay_store(&target, time.clone());
         let store = &mut call_store.store;
         let instance = match &active.plugin.prepared {
             Prepared::Strategy(_, Some(replay)) if path == CallPath::Preferred => {
@@ -81,9 +84,15 @@ impl<'a> StrategySession<'a> {
             target,
             call_store,
             instance,
+            time,
             symbols: HashSet::new(),
             broken: false,
         })
+    }
+
+    /// The run's replayed time (set by each call): the clock a run's risk rules read too.
+    pub fn time(&self) -> &SimulatedTime {
+        &self.time
     }
 
     /// Whether the strategy takes [`StrategySession::step`]s rather than whole scans.
@@ -101,7 +110,7 @@ impl<'a> StrategySession<'a> {
             ));
         };
         self.symbols = series.iter().map(|key| key.symbol.clone()).collect();
-        let store = arm(self.runtime, &mut self.call_store.store, None);
+        let store = arm(self.runtime, &mut self.call_store.store, None, &self.time);
         let called = strategy
             .tradehost_plugin_replay()
             .call_start(&mut *store, series, window);
@@ -121,7 +130,12 @@ impl<'a> StrategySession<'a> {
                 "the strategy does not export replay",
             ));
         };
-        let store = arm(self.runtime, &mut self.call_store.store, Some(ctx.now_ms));
+        let store = arm(
+            self.runtime,
+            &mut self.call_store.store,
+            Some(ctx.now_ms),
+            &self.time,
+        );
         let signals = match strategy
             .tradehost_plugin_replay()
             .call_step(&mut *store, ctx)
@@ -143,7 +157,12 @@ impl<'a> StrategySession<'a> {
     /// One evaluation, checked against the world's contract as a scan's is.
     pub fn evaluate(&mut self, ctx: &ScanContext) -> Result<Evaluation, PluginError> {
         self.usable()?;
-        let store = arm(self.runtime, &mut self.call_store.store, Some(ctx.now_ms));
+        let store = arm(
+            self.runtime,
+            &mut self.call_store.store,
+            Some(ctx.now_ms),
+            &self.time,
+        );
         let called = match &self.instance {
             Instance::Current(strategy) => strategy.call_evaluate(&mut *store, ctx),
             Instance::V0_1(strategy) => strategy
@@ -184,13 +203,19 @@ pub struct RuleSession<'a> {
     target: CallTarget,
     call_store: CallStore<'a>,
     instance: RuleInstance,
+    time: SimulatedTime,
     broken: bool,
 }
 
 impl<'a> RuleSession<'a> {
-    pub fn start(runtime: &'a PluginRuntime, active: &Active) -> Result<Self, PluginError> {
+    /// Instantiates the rule `active`, its clocks reading `time` (the run's strategy session's).
+    pub fn start(
+        runtime: &'a PluginRuntime,
+        active: &Active,
+        time: &SimulatedTime,
+    ) -> Result<Self, PluginError> {
         let target = active.target.clone();
-        let mut call_store = runtime.store(&target, None, false);
+        let mut call_store = runtime.replay_store(&target, time.clone());
         let store = &mut call_store.store;
         let instance = match &active.plugin.prepared {
             Prepared::RiskRule(pre) => pre.instantiate(&mut *store).map(RuleInstance::Current),
@@ -208,6 +233,7 @@ impl<'a> RuleSession<'a> {
             target,
             call_store,
             instance,
+            time: time.clone(),
             broken: false,
         })
     }
@@ -221,7 +247,7 @@ impl<'a> RuleSession<'a> {
         if self.broken {
             return Err(contract(&self.target, "an earlier call of this run failed"));
         }
-        let store = arm(self.runtime, &mut self.call_store.store, None);
+        let store = arm(self.runtime, &mut self.call_store.store, None, &self.time);
         let called = match &self.instance {
             RuleInstance::Current(rule) => rule.call_check_order(&mut *store, order, ctx),
             RuleInstance::V0_1(rule) => rule
@@ -242,15 +268,16 @@ impl<'a> RuleSession<'a> {
     }
 }
 
-/// The store with fresh fuel and deadline, its clock at `now_ms` (simulated time).
+/// The store with fresh fuel and deadline, and `time` moved to `now_ms` when given.
 fn arm<'s>(
     runtime: &PluginRuntime,
     store: &'s mut Store<PluginState>,
     now_ms: Option<i64>,
+    time: &SimulatedTime,
 ) -> &'s mut Store<PluginState> {
     runtime.rearm(store);
-    if now_ms.is_some() {
-        store.data_mut().clock_ms = now_ms;
+    if let Some(now_ms) = now_ms {
+        time.set(now_ms);
     }
     store
 }

@@ -1,15 +1,20 @@
 //! What one plugin call's `Store` holds, and the host capabilities plugins import.
 //!
 //! WASI is present (guests built for wasm32-wasip2 import it) but grants nothing: no preopened
-//! directories, no environment, no arguments, no network; stdout and stderr go to the log.
+//! directories, no environment, no arguments, no network; stdout and stderr go to the log. In a
+//! backtest its clocks read the replayed time and its random source is seeded, so a replay is
+//! the same every time and a guest cannot tell it from a live scan by the clock.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
+use wasi_rand::SeedableRng;
+use wasi_rand::rngs::StdRng;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::LogLevel;
 use super::bindings::broker::tradehost::plugin::{http, store};
@@ -22,6 +27,49 @@ use super::store_access::{HeldWrites, ScopeGuard, StoreAccess};
 /// Log lines a plugin may write per call; more are dropped (a plugin cannot flood the log).
 const LOG_LINES_PER_CALL: u32 = 32;
 const LOG_LINE_MAX_CHARS: usize = 1024;
+
+/// The seed of a replay's WASI random source: the same for every run, so runs repeat exactly.
+const REPLAY_SEED: u64 = 0x7472_6164_6568_6f73;
+
+/// The simulated time of a replay's calls (Unix epoch milliseconds): what the host's `now-ms`
+/// and WASI's wall and monotonic clocks answer in a backtest. Set before each call; a run's
+/// time never goes back, so the monotonic clock stays monotonic.
+#[derive(Debug, Clone, Default)]
+pub struct SimulatedTime(Arc<AtomicI64>);
+
+impl SimulatedTime {
+    pub fn set(&self, now_ms: i64) {
+        self.0.store(now_ms, Ordering::Relaxed);
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn since_epoch(&self) -> Duration {
+        Duration::from_millis(self.now_ms().max(0) as u64)
+    }
+}
+
+impl HostWallClock for SimulatedTime {
+    fn resolution(&self) -> Duration {
+        Duration::from_millis(1)
+    }
+
+    fn now(&self) -> Duration {
+        self.since_epoch()
+    }
+}
+
+impl HostMonotonicClock for SimulatedTime {
+    fn resolution(&self) -> u64 {
+        1_000_000
+    }
+
+    fn now(&self) -> u64 {
+        self.since_epoch().as_nanos() as u64
+    }
+}
 
 /// Per-call state of a plugin's store.
 pub struct PluginState {
@@ -41,9 +89,8 @@ pub struct PluginState {
     /// counts the plugin's own time, not the venue's.
     pub started: Instant,
     pub waited: Duration,
-    /// The time `now-ms` answers in a backtest (the simulated time of the call); the clock's
-    /// otherwise.
-    pub clock_ms: Option<i64>,
+    /// The replayed time of a backtest's calls; the real clock's otherwise.
+    simulated: Option<SimulatedTime>,
 }
 
 impl PluginState {
@@ -54,18 +101,26 @@ impl PluginState {
         memory_limit: usize,
         store: Option<StoreAccess>,
         http: egress::Client,
+        simulated: Option<SimulatedTime>,
     ) -> Self {
         let stdio = LogPipe {
             plugin: plugin.clone(),
         };
-        let wasi = WasiCtx::builder()
-            .stdout(stdio.clone())
+        let mut wasi = WasiCtx::builder();
+        wasi.stdout(stdio.clone())
             .stderr(stdio)
             .allow_blocking_current_thread(true)
             .allow_tcp(false)
             .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .build();
+            .allow_ip_name_lookup(false);
+        if let Some(time) = &simulated {
+            wasi.wall_clock(time.clone())
+                .monotonic_clock(time.clone())
+                .secure_random(StdRng::seed_from_u64(REPLAY_SEED))
+                .insecure_random(StdRng::seed_from_u64(REPLAY_SEED.rotate_left(32)))
+                .insecure_random_seed(u128::from(REPLAY_SEED));
+        }
+        let wasi = wasi.build();
         Self {
             plugin,
             config,
@@ -79,7 +134,7 @@ impl PluginState {
             http,
             started: Instant::now(),
             waited: Duration::ZERO,
-            clock_ms: None,
+            simulated,
         }
     }
 
@@ -103,6 +158,14 @@ impl PluginState {
         let answer = self.http.send(req);
         self.waited += start.elapsed();
         answer
+    }
+
+    /// What the call's clock reads: the replayed time in a backtest, the real time otherwise.
+    fn clock_now_ms(&self) -> i64 {
+        match &self.simulated {
+            Some(time) => time.now_ms(),
+            None => chrono::Utc::now().timestamp_millis(),
+        }
     }
 
     fn log_line(&mut self, level: LogLevel, message: &str) {
@@ -161,8 +224,7 @@ impl host::Host for PluginState {
     }
 
     fn now_ms(&mut self) -> i64 {
-        self.clock_ms
-            .unwrap_or_else(|| chrono::Utc::now().timestamp_millis())
+        self.clock_now_ms()
     }
 
     fn config(&mut self, key: String) -> Option<String> {
@@ -249,8 +311,7 @@ impl v0_1::strategy::tradehost::plugin::host::Host for PluginState {
     }
 
     fn now_ms(&mut self) -> i64 {
-        self.clock_ms
-            .unwrap_or_else(|| chrono::Utc::now().timestamp_millis())
+        self.clock_now_ms()
     }
 
     fn config(&mut self, key: String) -> Option<String> {
