@@ -90,7 +90,10 @@ pub struct AppConfig {
     pub refresh_token_ttl: Duration,
     pub jwt_secret_from_env: Option<String>,
     pub vault_key_from_env: Option<String>,
+    /// Redis for what several instances share (rate limits); none: this instance alone.
     pub redis_url: Option<String>,
+    /// Put before every Redis key, so several deployments can share one Redis.
+    pub redis_prefix: String,
     pub debug: bool,
     pub auth_rate_limit: u32,
     pub anon_rate_limit: u32,
@@ -177,6 +180,7 @@ impl std::fmt::Debug for AppConfig {
                 "redis_url",
                 &self.redis_url.as_deref().map(without_password),
             )
+            .field("redis_prefix", &self.redis_prefix)
             .field("debug", &self.debug)
             .field("auth_rate_limit", &self.auth_rate_limit)
             .field("anon_rate_limit", &self.anon_rate_limit)
@@ -436,6 +440,7 @@ impl AppConfig {
             jwt_secret_from_env: env("JWT_SECRET_KEY"),
             vault_key_from_env: env("VAULT_ENCRYPTION_KEY"),
             redis_url: env("REDIS_URL"),
+            redis_prefix: env("TRADEHOST_REDIS_PREFIX").unwrap_or_else(|| "tradehost".into()),
             debug,
             auth_rate_limit,
             anon_rate_limit,

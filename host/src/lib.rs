@@ -48,7 +48,7 @@ use crate::auth::password::Passwords;
 use crate::auth::sessions::SessionCache;
 use crate::config::AppConfig;
 use crate::mail::Mailer;
-use crate::ratelimit::{InMemoryRateLimiter, RateLimiter};
+use crate::ratelimit::{InMemoryRateLimiter, RateLimiter, RedisRateLimiter};
 use crate::store::Db;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -108,6 +108,14 @@ impl App {
         db.migrate().await?;
         let plugins = Arc::new(plugins::load(&config, Some(db.clone())).await?);
         let memory_limiter = Arc::new(InMemoryRateLimiter::default());
+        let limiter: Arc<dyn RateLimiter> = match &config.redis_url {
+            Some(url) => Arc::new(RedisRateLimiter::new(
+                url,
+                &config.redis_prefix,
+                memory_limiter.clone(),
+            )?),
+            None => memory_limiter.clone(),
+        };
         Ok(Self(Arc::new(AppInner {
             plugins,
             events: events::EventBus::default(),
@@ -122,7 +130,7 @@ impl App {
             jwt: Jwt::new(&secrets.jwt_secret, config.access_token_ttl),
             passwords: Passwords::for_this_machine(),
             sessions: SessionCache::new(Duration::from_secs(10)),
-            limiter: memory_limiter.clone(),
+            limiter,
             mailer: Mailer::new(config.smtp_url.as_deref(), &config.mail_from)?,
             notifier: notices::Notifier::default(),
             memory_limiter: Some(memory_limiter),

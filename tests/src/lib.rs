@@ -8,6 +8,7 @@ pub mod chaos;
 pub mod companion;
 pub mod exchange;
 pub mod receiver;
+pub mod redis;
 pub mod venue;
 
 use std::io::{BufRead, BufReader};

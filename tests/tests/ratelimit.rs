@@ -2,6 +2,7 @@
 //! tier, failed-login throttling per e-mail; 429 executes nothing.
 
 use serde_json::json;
+use tradehost_blackbox::redis::OwnRedis;
 use tradehost_blackbox::{PASSWORD, Server, early_in_a_rate_window, email};
 
 fn assert_headers(reply: &tradehost_blackbox::Reply, limit: u32) {
@@ -265,4 +266,150 @@ async fn admins_work_at_the_top_tier_budget() {
     let token = server.admin_token().await;
     let reply = server.get("/api/v1/auth/me", Some(&token)).await;
     assert_eq!(reply.header("x-ratelimit-limit"), Some("500"));
+}
+
+const SCRAPE: &str = "scrape-token-for-limits";
+
+/// A server on `redis` (shared limits), with a scrape token for `/metrics`.
+fn on_redis(redis: &OwnRedis) -> tradehost_blackbox::ServerOptions {
+    Server::options()
+        .env("REDIS_URL", redis.url())
+        .env("TRADEHOST_METRICS_TOKEN", SCRAPE)
+}
+
+/// The value of the sample `name` at `/metrics`.
+async fn metric(server: &Server, name: &str) -> f64 {
+    let scraped = server.get("/metrics", Some(SCRAPE)).await;
+    scraped.expect(200);
+    scraped
+        .text
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in {}", scraped.text))
+}
+
+/// A sign-in with an unknown e-mail: counted against the client's per-IP auth budget.
+async fn sign_in_attempt(server: &Server) -> tradehost_blackbox::Reply {
+    server
+        .post(
+            "/api/v1/auth/login",
+            None,
+            json!({"email": email("nobody"), "password": "guess guess guess"}),
+        )
+        .await
+}
+
+fn remaining(reply: &tradehost_blackbox::Reply) -> u32 {
+    reply
+        .header("x-ratelimit-remaining")
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Two instances on one Redis count one client's requests together: the budget of 6 is spent
+/// 3 and 3, and then both refuse, with the same window end.
+#[tokio::test]
+async fn instances_on_one_redis_share_a_limit() {
+    let redis = OwnRedis::start().unwrap();
+    let options = on_redis(&redis).env("TRADEHOST_AUTH_RATE_LIMIT", "6");
+    let (one, two) = (options.clone().start().await, options.start().await);
+    assert_eq!(metric(&one, "tradehost_rate_limits_shared").await, 1.0);
+    early_in_a_rate_window().await;
+    let mut left = Vec::new();
+    for server in [&one, &one, &one, &two, &two, &two] {
+        let reply = sign_in_attempt(server).await;
+        reply.expect_error(401, "INVALID_CREDENTIALS");
+        left.push(remaining(&reply));
+    }
+    assert_eq!(left, [5, 4, 3, 2, 1, 0]);
+    let refused_one = sign_in_attempt(&one).await;
+    let refused_two = sign_in_attempt(&two).await;
+    refused_one.expect_error(429, "RATE_LIMIT_EXCEEDED");
+    refused_two.expect_error(429, "RATE_LIMIT_EXCEEDED");
+    assert_eq!(
+        refused_one.header("x-ratelimit-reset"),
+        refused_two.header("x-ratelimit-reset")
+    );
+}
+
+/// Failed logins of one e-mail are counted across instances: guesses spread over two
+/// instances lock the account on both.
+#[tokio::test]
+async fn failed_logins_are_counted_across_instances() {
+    let redis = OwnRedis::start().unwrap();
+    let options = on_redis(&redis).env("TRADEHOST_FAILED_LOGIN_LIMIT", "3");
+    let (one, two) = (options.clone().start().await, options.start().await);
+    early_in_a_rate_window().await;
+    let victim = email("spread");
+    // The same account on both (each test server has a database of its own).
+    one.register(&victim).await;
+    two.register(&victim).await;
+    for server in [&one, &two, &one] {
+        server
+            .post(
+                "/api/v1/auth/login",
+                None,
+                json!({"email": victim, "password": "guess guess guess"}),
+            )
+            .await
+            .expect_error(401, "INVALID_CREDENTIALS");
+    }
+    two.post(
+        "/api/v1/auth/login",
+        None,
+        json!({"email": victim, "password": PASSWORD}),
+    )
+    .await
+    .expect_error(429, "RATE_LIMIT_EXCEEDED");
+}
+
+/// While Redis does not answer, requests are served as before, counted in the instance's own
+/// memory (the limit still holds there), and the outage shows in the log and `/metrics`; when
+/// Redis is back, counts are shared again.
+#[tokio::test]
+async fn without_redis_an_instance_counts_on_its_own_until_redis_is_back() {
+    let mut redis = OwnRedis::start().unwrap();
+    let server = on_redis(&redis)
+        .env("TRADEHOST_AUTH_RATE_LIMIT", "5")
+        .start()
+        .await;
+    early_in_a_rate_window().await;
+    sign_in_attempt(&server).await.expect(401);
+    let key = "tradehost:rate:auth-ip:127.0.0.1";
+    assert_eq!(redis.cli(&["HGET", key, "c"]), "1", "the count is in Redis");
+
+    redis.stop();
+    let started = std::time::Instant::now();
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        statuses.push(sign_in_attempt(&server).await.status.as_u16());
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "an outage does not hold requests up: {:?}",
+        started.elapsed()
+    );
+    // The instance's own count starts at this outage: 5 allowed, the 6th refused.
+    assert_eq!(statuses, [401, 401, 401, 401, 401, 429]);
+    assert_eq!(metric(&server, "tradehost_rate_limits_shared").await, 0.0);
+    assert!(metric(&server, "tradehost_rate_limit_fallback_decisions_total").await >= 6.0);
+    assert!(
+        server.log().contains("Redis does not answer"),
+        "{}",
+        server.log()
+    );
+
+    redis.resume().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while metric(&server, "tradehost_rate_limits_shared").await != 1.0 {
+        assert!(std::time::Instant::now() < deadline, "{}", server.log());
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(server.log().contains("Redis answers again"));
+    assert!(
+        !redis
+            .cli(&["--scan", "--pattern", "tradehost:rate:*"])
+            .is_empty()
+    );
 }

@@ -144,6 +144,19 @@ pub async fn prometheus(app: &App) -> ApiResult<String> {
         "Seconds since the process started.",
         &[("", metrics.system.uptime_seconds as f64)],
     );
+    let limits = app.limiter.status();
+    metric(
+        "tradehost_rate_limits_shared",
+        "gauge",
+        "1 while rate limits are counted in Redis for every instance; 0 while this instance counts on its own (no REDIS_URL, or Redis not answering).",
+        &[("", f64::from(u8::from(limits.shared && limits.reachable)))],
+    );
+    metric(
+        "tradehost_rate_limit_fallback_decisions_total",
+        "counter",
+        "Rate-limit decisions made in this instance's memory because Redis did not answer.",
+        &[("", limits.fallback_decisions as f64)],
+    );
     let u = &metrics.users;
     metric(
         "tradehost_users",

@@ -1,10 +1,16 @@
 //! Rate limits: per user by tier, per client IP on the auth routes and for other anonymous
 //! requests, and failed logins per e-mail. Fixed one-minute windows, so `X-RateLimit-Reset` is the
-//! window's end. The limiter is an interface: in process now, shared (Redis) for several instances.
+//! window's end. The limiter is an interface: counted in this process's memory ([`memory`]), or
+//! shared by every instance through Redis ([`shared`]) when `REDIS_URL` is set.
+
+pub mod memory;
+pub mod shared;
+
+pub use memory::InMemoryRateLimiter;
+pub use shared::RedisRateLimiter;
 
 use std::time::Duration;
 
-use dashmap::DashMap;
 use rocket::fairing::{Fairing, Info, Kind};
 use rocket::http::uri::Origin;
 use rocket::http::{Header, Method};
@@ -28,6 +34,21 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// The decision for a fixed window of `length` seconds that began at `start` and holds
+    /// `count` events (this one included when `counted`).
+    pub fn of_window(count: u32, limit: u32, start: i64, length: i64, counted: bool) -> Self {
+        Decision {
+            allowed: if counted {
+                count <= limit
+            } else {
+                count < limit
+            },
+            limit,
+            remaining: limit.saturating_sub(count),
+            reset_at: start + length,
+        }
+    }
+
     pub fn retry_after_secs(&self) -> u64 {
         (self.reset_at - chrono::Utc::now().timestamp()).max(1) as u64
     }
@@ -40,88 +61,21 @@ pub trait RateLimiter: Send + Sync + 'static {
     /// Says whether one more event would be allowed, without counting it.
     async fn peek(&self, key: &str, limit: u32, window: Duration) -> Decision;
     async fn clear(&self, key: &str);
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Window {
-    start: i64,
-    count: u32,
-}
-
-/// Counters in this process's memory, swept of finished windows periodically.
-#[derive(Default)]
-pub struct InMemoryRateLimiter {
-    windows: DashMap<String, Window>,
-}
-
-impl InMemoryRateLimiter {
-    fn decide(
-        &self,
-        key: &str,
-        limit: u32,
-        window: Duration,
-        count_it: bool,
-        now: i64,
-    ) -> Decision {
-        let length = window.as_secs().max(1) as i64;
-        let start = now - now.rem_euclid(length);
-        let decision = |count: u32| Decision {
-            allowed: count <= limit,
-            limit,
-            remaining: limit.saturating_sub(count),
-            reset_at: start + length,
-        };
-        if !count_it {
-            let count = self
-                .windows
-                .get(key)
-                .filter(|w| w.start == start)
-                .map_or(0, |w| w.count);
-            return Decision {
-                allowed: count < limit,
-                ..decision(count)
-            };
-        }
-        // The key is copied only the first time it is seen.
-        let count = |window: &mut Window| {
-            if window.start != start {
-                *window = Window { start, count: 0 };
-            }
-            window.count = window.count.saturating_add(1);
-            window.count
-        };
-        if let Some(mut window) = self.windows.get_mut(key) {
-            return decision(count(&mut window));
-        }
-        let mut window = self
-            .windows
-            .entry(key.to_string())
-            .or_insert(Window { start, count: 0 });
-        decision(count(&mut window))
-    }
-
-    /// Forgets windows that have ended (those of an hour-long window live an hour).
-    pub fn sweep(&self, longest_window: Duration) {
-        let now = chrono::Utc::now().timestamp();
-        let horizon = longest_window.as_secs() as i64;
-        self.windows
-            .retain(|_, window| now - window.start < horizon);
+    /// Where the counts are kept, for `/health` and `/metrics`.
+    fn status(&self) -> LimiterStatus {
+        LimiterStatus::default()
     }
 }
 
-#[rocket::async_trait]
-impl RateLimiter for InMemoryRateLimiter {
-    async fn hit(&self, key: &str, limit: u32, window: Duration) -> Decision {
-        self.decide(key, limit, window, true, chrono::Utc::now().timestamp())
-    }
-
-    async fn peek(&self, key: &str, limit: u32, window: Duration) -> Decision {
-        self.decide(key, limit, window, false, chrono::Utc::now().timestamp())
-    }
-
-    async fn clear(&self, key: &str) {
-        self.windows.remove(key);
-    }
+/// Where a limiter keeps its counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LimiterStatus {
+    /// Counts are shared by every instance (Redis).
+    pub shared: bool,
+    /// The shared store answers now; false while this instance counts on its own.
+    pub reachable: bool,
+    /// Decisions made in this process's memory because the shared store did not answer.
+    pub fallback_decisions: u64,
 }
 
 /// A user's requests per minute: their effective tier's, scaled by the operator's multiplier.
@@ -267,25 +221,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fixed_window_counts_and_resets() {
-        let limiter = InMemoryRateLimiter::default();
-        let t0 = 1_700_000_080; // 40 s into the minute that starts at ..._040
-        for n in 1..=3 {
-            let d = limiter.decide("k", 3, MINUTE, true, t0);
-            assert!(d.allowed);
-            assert_eq!(d.remaining, 3 - n);
-            assert_eq!(d.reset_at, 1_700_000_100);
-        }
-        assert!(!limiter.decide("k", 3, MINUTE, false, t0).allowed);
-        let over = limiter.decide("k", 3, MINUTE, true, t0 + 5);
-        assert!(!over.allowed);
-        assert_eq!(over.remaining, 0);
-        // The next window starts fresh; other keys are independent.
-        assert!(limiter.decide("k", 3, MINUTE, true, t0 + 20).allowed);
-        assert!(limiter.decide("other", 3, MINUTE, true, t0).allowed);
-    }
-
-    #[test]
     fn ipv6_clients_share_their_64() {
         let ip = |s: &str| Some(s.parse().unwrap());
         assert_eq!(ip_bucket(ip("203.0.113.7")), "203.0.113.7");
@@ -322,15 +257,5 @@ mod tests {
         ] {
             assert!(!is_credential_route(path), "{path}");
         }
-    }
-
-    #[test]
-    fn peek_does_not_count() {
-        let limiter = InMemoryRateLimiter::default();
-        for _ in 0..10 {
-            assert!(limiter.decide("k", 1, MINUTE, false, 100).allowed);
-        }
-        assert!(limiter.decide("k", 1, MINUTE, true, 100).allowed);
-        assert!(!limiter.decide("k", 1, MINUTE, false, 100).allowed);
     }
 }
