@@ -94,6 +94,8 @@ pub struct AppConfig {
     pub redis_url: Option<String>,
     /// Put before every Redis key, so several deployments can share one Redis.
     pub redis_prefix: String,
+    /// This instance among several (`TRADEHOST_INSTANCE_ID`; made up at start when unset).
+    pub instance_id: String,
     pub debug: bool,
     pub auth_rate_limit: u32,
     pub anon_rate_limit: u32,
@@ -181,6 +183,7 @@ impl std::fmt::Debug for AppConfig {
                 &self.redis_url.as_deref().map(without_password),
             )
             .field("redis_prefix", &self.redis_prefix)
+            .field("instance_id", &self.instance_id)
             .field("debug", &self.debug)
             .field("auth_rate_limit", &self.auth_rate_limit)
             .field("anon_rate_limit", &self.anon_rate_limit)
@@ -441,6 +444,12 @@ impl AppConfig {
             vault_key_from_env: env("VAULT_ENCRYPTION_KEY"),
             redis_url: env("REDIS_URL"),
             redis_prefix: env("TRADEHOST_REDIS_PREFIX").unwrap_or_else(|| "tradehost".into()),
+            instance_id: env("TRADEHOST_INSTANCE_ID").unwrap_or_else(|| {
+                format!(
+                    "instance-{}",
+                    &uuid::Uuid::new_v4().simple().to_string()[..8]
+                )
+            }),
             debug,
             auth_rate_limit,
             anon_rate_limit,

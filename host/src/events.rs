@@ -4,12 +4,15 @@
 //! Each message is serialised once and shared (`Arc<str>`) by every socket that receives it.
 //! Per user there is one bounded broadcast channel: a socket that falls more than
 //! [`SOCKET_BACKLOG`] messages behind is told it lagged and is closed by the WebSocket layer, so
-//! a slow client never grows server memory. This bus is in-process; a bridge for several
-//! instances (Redis pub/sub or NATS) would publish into [`EventBus::deliver`] what other instances
-//! announce.
+//! a slow client never grows server memory. With several instances, every event also goes out
+//! on the cluster bus ([`crate::cluster::Bus`]), and what other instances announce comes in
+//! through [`EventBus::deliver_from_elsewhere`], so a socket on any instance gets its user's
+//! events wherever they happen.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+
+use crate::cluster::{Bus, Message};
 
 use serde::Serialize;
 use tokio::sync::broadcast;
@@ -58,6 +61,8 @@ impl Channel {
 pub struct Event {
     pub channel: Channel,
     pub json: Arc<str>,
+    /// Not an event but word that events were missed: the socket closes as lagging.
+    pub missed: bool,
 }
 
 impl Event {
@@ -78,17 +83,27 @@ impl Event {
         Event {
             channel,
             json: json.into(),
+            missed: false,
         }
     }
 }
 
-#[derive(Default)]
 pub struct EventBus {
     users: RwLock<HashMap<String, broadcast::Sender<Arc<Event>>>>,
+    /// Where the other instances hear of events.
+    cluster: Arc<Bus>,
 }
 
 impl EventBus {
-    /// Announces an event to every connection of `user_id` (none listening: dropped).
+    pub fn new(cluster: Arc<Bus>) -> Self {
+        EventBus {
+            users: RwLock::default(),
+            cluster,
+        }
+    }
+
+    /// Announces an event to every connection of `user_id`, here and on the other instances
+    /// (none listening here and no other instances: dropped unmade).
     pub fn publish(&self, user_id: &str, channel: Channel, kind: &str, data: &impl Serialize) {
         let has_listeners = self
             .users
@@ -96,17 +111,72 @@ impl EventBus {
             .expect("event bus lock")
             .get(user_id)
             .is_some_and(|sender| sender.receiver_count() > 0);
+        let clustered = self.cluster.clustered();
+        if !has_listeners && !clustered {
+            return;
+        }
+        let event = Arc::new(Event::new(channel, kind, data));
+        if clustered {
+            self.cluster.send(Message::Event {
+                user_id: Some(user_id.to_string()),
+                channel: channel.as_str().to_string(),
+                json: event.json.to_string(),
+            });
+        }
         if has_listeners {
-            self.deliver(user_id, Arc::new(Event::new(channel, kind, data)));
+            self.deliver(user_id, event);
         }
     }
 
-    /// Announces the same event to every connected user (kill switch notices).
+    /// Announces the same event to every connected user, here and on the other instances (kill
+    /// switch notices).
     pub fn publish_to_all(&self, channel: Channel, kind: &str, data: &impl Serialize) {
         let event = Arc::new(Event::new(channel, kind, data));
+        if self.cluster.clustered() {
+            self.cluster.send(Message::Event {
+                user_id: None,
+                channel: channel.as_str().to_string(),
+                json: event.json.to_string(),
+            });
+        }
+        self.deliver_to_all(event);
+    }
+
+    fn deliver_to_all(&self, event: Arc<Event>) {
         for sender in self.users.read().expect("event bus lock").values() {
             let _ = sender.send(event.clone());
         }
+    }
+
+    /// An event another instance announced, for this instance's sockets (of `user_id`, or of
+    /// every user).
+    pub fn deliver_from_elsewhere(&self, user_id: Option<&str>, channel: &str, json: &str) {
+        let Some(channel) = Channel::parse(channel) else {
+            tracing::warn!(
+                channel,
+                "cluster bus: an event on an unknown channel, skipped"
+            );
+            return;
+        };
+        let event = Arc::new(Event {
+            channel,
+            json: json.into(),
+            missed: false,
+        });
+        match user_id {
+            Some(user_id) => self.deliver(user_id, event),
+            None => self.deliver_to_all(event),
+        }
+    }
+
+    /// Events from other instances may have been missed: every socket here is closed as lagging
+    /// (its client reconnects and reloads what it shows).
+    pub fn lag_everyone(&self) {
+        self.deliver_to_all(Arc::new(Event {
+            channel: Channel::BotStatus,
+            json: "".into(),
+            missed: true,
+        }));
     }
 
     pub fn deliver(&self, user_id: &str, event: Arc<Event>) {
@@ -149,9 +219,13 @@ impl EventBus {
 mod tests {
     use super::*;
 
+    fn bus() -> EventBus {
+        EventBus::new(Arc::new(Bus::new("test".into())))
+    }
+
     #[tokio::test]
     async fn a_user_receives_only_their_events() {
-        let bus = EventBus::default();
+        let bus = bus();
         let mut alice = bus.subscribe("alice");
         let mut bob = bus.subscribe("bob");
         bus.publish(
@@ -171,7 +245,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_slow_receiver_lags_instead_of_growing() {
-        let bus = EventBus::default();
+        let bus = bus();
         let mut slow = bus.subscribe("u");
         for i in 0..SOCKET_BACKLOG + 10 {
             bus.publish("u", Channel::Positions, "position_update", &i);

@@ -12,6 +12,7 @@ pub mod billing;
 pub mod brokers;
 pub mod candles;
 pub mod cli;
+pub mod cluster;
 pub mod companion;
 pub mod config;
 pub mod csv_cells;
@@ -46,6 +47,7 @@ use rocket::{Build, Rocket};
 use crate::auth::jwt::Jwt;
 use crate::auth::password::Passwords;
 use crate::auth::sessions::SessionCache;
+use crate::cluster::{Bus, Message, Received};
 use crate::config::AppConfig;
 use crate::mail::Mailer;
 use crate::ratelimit::{InMemoryRateLimiter, RateLimiter, RedisRateLimiter};
@@ -69,6 +71,8 @@ pub struct AppInner {
     pub notifier: notices::Notifier,
     pub plugins: Arc<plugins::Registry>,
     pub events: events::EventBus,
+    /// What this instance tells the others and hears from them (connected with `REDIS_URL`).
+    pub cluster: Arc<Bus>,
     pub engine: engine::Engine,
     pub vault: vault::Vault,
     pub requests: telemetry::RequestStats,
@@ -116,9 +120,11 @@ impl App {
             )?),
             None => memory_limiter.clone(),
         };
+        let cluster = Arc::new(Bus::new(config.instance_id.clone()));
         Ok(Self(Arc::new(AppInner {
             plugins,
-            events: events::EventBus::default(),
+            events: events::EventBus::new(cluster.clone()),
+            cluster,
             engine: engine::Engine::default(),
             vault: vault::Vault::new(&secrets.vault_key),
             requests: telemetry::RequestStats::default(),
@@ -143,6 +149,76 @@ impl App {
     /// request sees the change, its rate limit included.
     pub fn user_changed(&self, user_id: &str) {
         self.sessions.forget_user(user_id);
+        self.cluster.send(Message::UserChanged {
+            user_id: user_id.to_string(),
+        });
+    }
+
+    /// After a commit that ended a session (sign-out, revocation): its token is refused at once,
+    /// here and on every other instance.
+    pub fn session_ended(&self, session_id: &str) {
+        self.sessions.forget_session(session_id);
+        self.cluster.send(Message::SessionEnded {
+            session_id: session_id.to_string(),
+        });
+    }
+
+    /// Joins the other instances on `REDIS_URL` and acts on what they say.
+    fn join_cluster(&self) {
+        let Some(url) = &self.config.redis_url else {
+            return;
+        };
+        let mut received = match self.cluster.connect(url, &self.config.redis_prefix) {
+            Ok(received) => received,
+            Err(err) => {
+                tracing::error!(error = %err, "cannot join the other instances through Redis");
+                return;
+            }
+        };
+        tracing::info!(
+            instance = self.cluster.instance(),
+            "joined the instances on Redis"
+        );
+        let app = self.clone();
+        tokio::spawn(async move {
+            while let Some(received) = received.recv().await {
+                app.heard(received).await;
+            }
+        });
+    }
+
+    /// What another instance said.
+    async fn heard(&self, received: Received) {
+        match received {
+            Received::Message(Message::Event {
+                user_id,
+                channel,
+                json,
+            }) => self
+                .events
+                .deliver_from_elsewhere(user_id.as_deref(), &channel, &json),
+            Received::Message(Message::SessionEnded { session_id }) => {
+                self.sessions.forget_session(&session_id)
+            }
+            Received::Message(Message::UserChanged { user_id }) => {
+                self.sessions.forget_user(&user_id)
+            }
+            Received::Message(Message::KillSwitch { active }) => {
+                engine::kill_switch::switched_elsewhere(self, active).await
+            }
+            // Messages may have been missed: sockets reload, sessions are checked afresh, and the
+            // kill switch is read again.
+            Received::Gap => {
+                self.events.lag_everyone();
+                self.sessions.forget_all();
+                match engine::kill_switch::active(self).await {
+                    Ok(active) => engine::kill_switch::switched_elsewhere(self, active).await,
+                    Err(err) => {
+                        tracing::warn!(error = ?err.log, "reading the kill switch failed")
+                    }
+                }
+            }
+        }
     }
 
     fn sweep_caches(&self) {
@@ -157,6 +233,7 @@ impl App {
     /// Background work of a running server: mail delivery, the bot scheduler, the order
     /// supervisor and cache sweeping.
     fn spawn_background(&self) {
+        self.join_cluster();
         let mail = self.clone();
         tokio::spawn(async move { mail.mailer.run(mail.db.clone(), &mail.vault).await });
         notify::spawn(self);

@@ -248,8 +248,9 @@ pub struct Server {
     pub http: reqwest::Client,
     log: Arc<Mutex<String>>,
     options: ServerOptions,
-    database: TestDatabase,
-    data_dir: tempfile::TempDir,
+    /// Shared with the other instances of [`Server::another_instance`].
+    database: Arc<TestDatabase>,
+    data_dir: Arc<tempfile::TempDir>,
     pool: tokio::sync::OnceCell<AnyPool>,
 }
 
@@ -276,8 +277,29 @@ impl Server {
                 .build()?,
             log: Arc::new(Mutex::new(String::new())),
             options,
-            database,
-            data_dir,
+            database: Arc::new(database),
+            data_dir: Arc::new(data_dir),
+            pool: tokio::sync::OnceCell::new(),
+        };
+        server.spawn().await?;
+        Ok(server)
+    }
+
+    /// A second `tradehost serve` on the same database and data directory (and so the same
+    /// secrets), with this one's settings and `extra` on top: another instance of one deployment.
+    pub async fn another_instance(&self, extra: &[(&str, &str)]) -> Result<Server> {
+        let mut options = self.options.clone();
+        for (name, value) in extra {
+            options = options.env(name, *value);
+        }
+        let mut server = Server {
+            child: None,
+            base_url: String::new(),
+            http: self.http.clone(),
+            log: Arc::new(Mutex::new(String::new())),
+            options,
+            database: self.database.clone(),
+            data_dir: self.data_dir.clone(),
             pool: tokio::sync::OnceCell::new(),
         };
         server.spawn().await?;

@@ -144,6 +144,30 @@ pub async fn prometheus(app: &App) -> ApiResult<String> {
         "Seconds since the process started.",
         &[("", metrics.system.uptime_seconds as f64)],
     );
+    let bus = app.cluster.status();
+    let instance = format!("{{instance=\"{}\"}}", app.cluster.instance());
+    metric(
+        "tradehost_instance_info",
+        "gauge",
+        "This instance's id (TRADEHOST_INSTANCE_ID), and 1 while it is joined to others through Redis.",
+        &[(instance.as_str(), f64::from(u8::from(bus.clustered)))],
+    );
+    metric(
+        "tradehost_cluster_bus_subscribed",
+        "gauge",
+        "1 while this instance hears the others (its Redis subscription is up).",
+        &[("", f64::from(u8::from(bus.subscribed)))],
+    );
+    metric(
+        "tradehost_cluster_messages_total",
+        "counter",
+        "Messages between instances: published by this one, received from others, and lost (not published, or not handled).",
+        &[
+            ("{direction=\"published\"}", bus.published as f64),
+            ("{direction=\"received\"}", bus.received as f64),
+            ("{direction=\"lost\"}", bus.lost as f64),
+        ],
+    );
     let limits = app.limiter.status();
     metric(
         "tradehost_rate_limits_shared",

@@ -211,6 +211,14 @@ impl Connection {
 
     async fn on_event(&mut self, event: Result<Arc<Event>, RecvError>, session: &Session) -> Next {
         match event {
+            Ok(event) if event.missed => {
+                let user_id = &session.principal.user_id;
+                tracing::info!(
+                    user_id,
+                    "websocket closed: events from other instances were missed"
+                );
+                Next::Close(CLOSE_TOO_SLOW, "events were missed")
+            }
             Ok(event) if session.subscriptions.contains(&event.channel) => {
                 self.send(Message::Text(event.json.to_string())).await
             }

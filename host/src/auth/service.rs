@@ -393,7 +393,7 @@ async fn refresh_reuse(
     )
     .await?;
     tx.commit().await?;
-    app.sessions.forget_session(session_id);
+    app.session_ended(session_id);
     tracing::warn!(
         user_id,
         session_id,
@@ -429,10 +429,10 @@ pub async fn logout(
     .await?;
     tx.commit().await?;
     if revoke_all {
-        app.sessions.forget_user(&principal.user_id);
+        app.user_changed(&principal.user_id);
         Ok(format!("Signed out of all sessions ({revoked})"))
     } else {
-        app.sessions.forget_session(&principal.session_id);
+        app.session_ended(&principal.session_id);
         Ok("Signed out".to_string())
     }
 }

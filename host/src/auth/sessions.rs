@@ -162,6 +162,12 @@ impl SessionCache {
         self.entries.retain(|_, entry| entry.user.id != user_id);
     }
 
+    /// Forgets every entry (revocations made elsewhere may have been missed).
+    pub fn forget_all(&self) {
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        self.entries.clear();
+    }
+
     /// Drops stale entries; called periodically.
     pub fn sweep(&self) {
         self.entries

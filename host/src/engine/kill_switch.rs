@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{BotStatus, IDLE, closing, lock, persist, publish_status};
 use crate::App;
 use crate::auth::sessions::Principal;
+use crate::cluster::Message;
 use crate::error::ApiResult;
 use crate::events::Channel;
 use crate::notices::{self, KillSwitchNotice};
@@ -140,6 +141,7 @@ pub async fn activate(
     .await?;
     tx.commit().await?;
     app.engine.kill_switch_seen.store(now_ms(), true);
+    app.cluster.send(Message::KillSwitch { active: true });
 
     // Every bot the database knows as active, plus any loaded in memory.
     let mut user_ids: Vec<String> = bots::resumable_bots(&app.db.pool)
@@ -247,6 +249,38 @@ pub async fn activate(
     })
 }
 
+/// The kill switch was switched on another instance: this one sees it at once, and when it is
+/// on stops the bots it scans (the switching instance saved them stopped and told their users).
+pub async fn switched_elsewhere(app: &App, active: bool) {
+    app.engine.kill_switch_seen.store(now_ms(), active);
+    if !active {
+        return;
+    }
+    let scanned: Vec<_> = app
+        .engine
+        .cells
+        .iter()
+        .filter(|cell| cell.next_scan_at.load(Ordering::Acquire) != IDLE)
+        .map(|cell| cell.value().clone())
+        .collect();
+    for cell in scanned {
+        app.engine.schedule(&cell, IDLE);
+        let mut guard = match lock(app, &cell).await {
+            Ok(guard) => guard,
+            Err(err) => {
+                tracing::error!(user_id = %cell.user_id, error = ?err.log, "the kill switch could not reach a bot");
+                continue;
+            }
+        };
+        cell.next_scan_at.store(IDLE, Ordering::Release);
+        let trader = guard.as_mut().expect("loaded");
+        if trader.status().is_scanned() {
+            trader.bot.status = BotStatus::Stopped.as_str().into();
+            trader.bot.last_error = Some("Stopped by the kill switch".into());
+        }
+    }
+}
+
 pub async fn state(app: &App) -> ApiResult<KillSwitchState> {
     Ok(match flags::flag(&app.db.pool, FLAG).await? {
         Some(value) => serde_json::from_str(&value).unwrap_or(KillSwitchState {
@@ -305,6 +339,7 @@ pub async fn deactivate(
     tx.commit().await?;
     let now = now_ms();
     app.engine.kill_switch_seen.store(now, false);
+    app.cluster.send(Message::KillSwitch { active: false });
     if was_active {
         announce(app, "lifted", "Trading is allowed again".into(), now);
     }

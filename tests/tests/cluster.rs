@@ -1,0 +1,149 @@
+//! Several instances on one database and one Redis: what happens on one reaches the others at
+//! once (events for a user's sockets, sign-outs, the kill switch).
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tradehost_blackbox::companion::{quiet_strategy, webhook_key};
+use tradehost_blackbox::redis::OwnRedis;
+use tradehost_blackbox::{Server, email, next_event};
+
+const SCRAPE: &str = "scrape-token-for-the-cluster";
+
+/// The value of the sample `name` at `/metrics`.
+async fn metric(server: &Server, name: &str) -> f64 {
+    let scraped = server.get("/metrics", Some(SCRAPE)).await;
+    scraped.expect(200);
+    scraped
+        .text
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in {}", scraped.text))
+}
+
+/// Two instances of one deployment on `redis`, each subscribed to the other.
+async fn two_instances(redis: &OwnRedis) -> (Server, Server) {
+    let one = Server::options()
+        .env("REDIS_URL", redis.url())
+        .env("TRADEHOST_METRICS_TOKEN", SCRAPE)
+        .env("TRADEHOST_SCAN_INTERVAL", "0.1")
+        .env("TRADEHOST_API_RATE_MULTIPLIER", "100")
+        .env("TRADEHOST_INSTANCE_ID", "one")
+        .start()
+        .await;
+    let two = one
+        .another_instance(&[("TRADEHOST_INSTANCE_ID", "two")])
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for server in [&one, &two] {
+        while metric(server, "tradehost_cluster_bus_subscribed").await != 1.0 {
+            assert!(Instant::now() < deadline, "{}", server.log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    (one, two)
+}
+
+/// A user's bot runs on instance one; their socket is on instance two and gets the bot's status
+/// and its trade as they happen.
+#[tokio::test]
+async fn a_socket_gets_its_users_events_from_the_instance_that_trades() {
+    let redis = OwnRedis::start().unwrap();
+    let (one, two) = two_instances(&redis).await;
+    quiet_strategy(&one).await;
+    let (_, token) = one.user(&email("events")).await;
+    let key = webhook_key(&one, &token).await;
+    let mut socket = two.socket(&token, &["trades", "bot_status"]).await;
+    one.start_paper_bot(&token).await;
+    let status = next_event(&mut socket, "bot_status", 20).await;
+    assert_eq!(status["channel"], "bot_status", "{status}");
+    let signal = one
+        .post(
+            "/api/v1/webhooks/signals",
+            None,
+            json!({"api_key": key, "symbol": "ETH-USD", "action": "buy", "size_usd": 200}),
+        )
+        .await;
+    signal.expect(200);
+    let trade = next_event(&mut socket, "trade_executed", 20).await;
+    assert_eq!(trade["data"]["symbol"], "ETH-USD", "{trade}");
+    assert_eq!(
+        trade["data"]["trade_id"],
+        signal.data()["trade_id"],
+        "{trade}"
+    );
+    assert!(
+        metric(
+            &two,
+            "tradehost_cluster_messages_total{direction=\"received\"}"
+        )
+        .await
+            >= 2.0
+    );
+}
+
+/// A token checked (and cached) on instance two is refused there as soon as its session is
+/// signed out on instance one, not after the session cache's time-to-live.
+#[tokio::test]
+async fn a_sign_out_on_one_instance_refuses_the_token_on_the_other_at_once() {
+    let redis = OwnRedis::start().unwrap();
+    let (one, two) = two_instances(&redis).await;
+    let (_, token) = one.user(&email("signout")).await;
+    two.get("/api/v1/auth/me", Some(&token)).await.expect(200);
+    one.post("/api/v1/auth/logout", Some(&token), json!({}))
+        .await
+        .expect(200);
+    let deadline = Instant::now() + Duration::from_millis(1_000);
+    loop {
+        let reply = two.get("/api/v1/auth/me", Some(&token)).await;
+        if reply.status == 401 {
+            break;
+        }
+        reply.expect(200);
+        assert!(
+            Instant::now() < deadline,
+            "the token still works on instance two"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The kill switch, switched on instance one, stops a bot instance two scans within a second.
+#[tokio::test]
+async fn the_kill_switch_stops_bots_on_every_instance_within_a_second() {
+    let redis = OwnRedis::start().unwrap();
+    let (one, two) = two_instances(&redis).await;
+    quiet_strategy(&one).await;
+    let (_, token) = two.user(&email("halted")).await;
+    two.start_paper_bot(&token).await;
+    let admin = one.admin_token().await;
+    let switched = Instant::now();
+    one.post(
+        "/api/v1/admin/kill-switch",
+        Some(&admin),
+        json!({"reason": "drill", "notify_users": false}),
+    )
+    .await
+    .expect(200);
+    loop {
+        let status = two.get("/api/v1/trading/status", Some(&token)).await;
+        if status.data()["status"] == "stopped" {
+            break;
+        }
+        assert!(
+            switched.elapsed() < Duration::from_secs(1),
+            "still {} on instance two",
+            status.data()["status"]
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Starting again on instance two is refused at once too.
+    two.post(
+        "/api/v1/trading/start",
+        Some(&token),
+        json!({"broker": "paper", "paper_trading": true}),
+    )
+    .await
+    .expect_error(403, "KILL_SWITCH_ACTIVE");
+}
