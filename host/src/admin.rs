@@ -162,6 +162,7 @@ pub mod plugins {
             .await?;
         }
         let plugin = outcome?;
+        app.plugin_changed(&name);
         record(
             app,
             admin,
@@ -185,6 +186,7 @@ pub mod plugins {
     ) -> ApiResult<PluginSummary> {
         let before = summary(app, name)?.active_version;
         app.plugins.activate(name, version).await?;
+        app.plugin_changed(name);
         record(
             app,
             admin,
@@ -204,6 +206,7 @@ pub mod plugins {
     ) -> ApiResult<PluginSummary> {
         let before = summary(app, name)?.active_version;
         let active = app.plugins.rollback(name).await?;
+        app.plugin_changed(name);
         let version = active.plugin.manifest.version.clone();
         record(
             app,
@@ -239,6 +242,7 @@ pub mod plugins {
             text.insert(key, value);
         }
         app.plugins.configure(name, text.clone()).await?;
+        app.plugin_changed(name);
         record(
             app,
             admin,

@@ -163,6 +163,14 @@ impl App {
         });
     }
 
+    /// After a plugin's versions or settings changed in the database: every other instance
+    /// loads what changed.
+    pub fn plugin_changed(&self, name: &str) {
+        self.cluster.send(Message::PluginChanged {
+            name: name.to_string(),
+        });
+    }
+
     /// Joins the other instances on `REDIS_URL` and acts on what they say.
     fn join_cluster(&self) {
         let Some(url) = &self.config.redis_url else {
@@ -206,11 +214,19 @@ impl App {
             Received::Message(Message::KillSwitch { active }) => {
                 engine::kill_switch::switched_elsewhere(self, active).await
             }
+            Received::Message(Message::PluginChanged { name }) => {
+                if let Err(err) = self.plugins.refresh(Some(&name)).await {
+                    tracing::error!(plugin = %name, error = %err, "cannot load a plugin change made on another instance");
+                }
+            }
             // Messages may have been missed: sockets reload, sessions are checked afresh, and the
             // kill switch is read again.
             Received::Gap => {
                 self.events.lag_everyone();
                 self.sessions.forget_all();
+                if let Err(err) = self.plugins.refresh(None).await {
+                    tracing::error!(error = %err, "cannot reload the plugins' stored settings");
+                }
                 match engine::kill_switch::active(self).await {
                     Ok(active) => engine::kill_switch::switched_elsewhere(self, active).await,
                     Err(err) => {

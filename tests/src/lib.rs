@@ -306,6 +306,18 @@ impl Server {
         Ok(server)
     }
 
+    /// The value of the sample `name` (with its labels, if any) at `/metrics`, read with the
+    /// scrape token `token` (`TRADEHOST_METRICS_TOKEN`).
+    pub async fn metric(&self, token: &str, name: &str) -> f64 {
+        let scraped = self.get("/metrics", Some(token)).await;
+        scraped.expect(200);
+        scraped
+            .text
+            .lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {}", scraped.text))
+    }
+
     /// The command line this server runs with (for other subcommands on the same data).
     pub fn command(&self) -> Command {
         let mut command = Command::new(binary());

@@ -6,20 +6,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tradehost_blackbox::companion::{quiet_strategy, webhook_key};
 use tradehost_blackbox::redis::OwnRedis;
-use tradehost_blackbox::{Server, email, next_event};
+use tradehost_blackbox::{Server, email, next_event, plugin_upload};
 
 const SCRAPE: &str = "scrape-token-for-the-cluster";
-
-/// The value of the sample `name` at `/metrics`.
-async fn metric(server: &Server, name: &str) -> f64 {
-    let scraped = server.get("/metrics", Some(SCRAPE)).await;
-    scraped.expect(200);
-    scraped
-        .text
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("{name} in {}", scraped.text))
-}
 
 /// Two instances of one deployment on `redis`, each subscribed to the other.
 async fn two_instances(redis: &OwnRedis) -> (Server, Server) {
@@ -37,7 +26,11 @@ async fn two_instances(redis: &OwnRedis) -> (Server, Server) {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     for server in [&one, &two] {
-        while metric(server, "tradehost_cluster_bus_subscribed").await != 1.0 {
+        while server
+            .metric(SCRAPE, "tradehost_cluster_bus_subscribed")
+            .await
+            != 1.0
+        {
             assert!(Instant::now() < deadline, "{}", server.log());
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -74,8 +67,8 @@ async fn a_socket_gets_its_users_events_from_the_instance_that_trades() {
         "{trade}"
     );
     assert!(
-        metric(
-            &two,
+        two.metric(
+            SCRAPE,
             "tradehost_cluster_messages_total{direction=\"received\"}"
         )
         .await
@@ -146,4 +139,72 @@ async fn the_kill_switch_stops_bots_on_every_instance_within_a_second() {
     )
     .await
     .expect_error(403, "KILL_SWITCH_ACTIVE");
+}
+
+/// Polls instance `server`'s view of the risk-guards plugin until `check` passes (5 s at most).
+async fn wait_for_risk_guards(
+    server: &Server,
+    admin: &str,
+    what: &str,
+    check: fn(&serde_json::Value) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let detail = server
+            .get("/api/v1/admin/plugins/risk-guards", Some(admin))
+            .await;
+        detail.expect(200);
+        if check(detail.data()) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: {}\n{}",
+            detail.data(),
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A plugin version uploaded through instance one is loaded by instance two from the database;
+/// activated there, instance two's calls run it; rolled back, they run the old one again.
+#[tokio::test]
+async fn a_plugin_uploaded_and_activated_on_one_instance_runs_on_the_other() {
+    let redis = OwnRedis::start().unwrap();
+    let (one, two) = two_instances(&redis).await;
+    let admin = one.admin_token().await;
+    one.post(
+        "/api/v1/admin/plugins",
+        Some(&admin),
+        plugin_upload("testing/risk-guards-strict", "risk-guards-strict"),
+    )
+    .await
+    .expect(200);
+    wait_for_risk_guards(&two, &admin, "the upload reaches instance two", |d| {
+        d["versions"].as_array().unwrap().len() == 2 && d["active_version"] == "0.1.0"
+    })
+    .await;
+    one.post(
+        "/api/v1/admin/plugins/risk-guards/activate",
+        Some(&admin),
+        json!({"version": "0.2.0"}),
+    )
+    .await
+    .expect(200);
+    wait_for_risk_guards(&two, &admin, "the activation reaches instance two", |d| {
+        d["active_version"] == "0.2.0" && d["live"]["version"] == "0.2.0"
+    })
+    .await;
+    one.post(
+        "/api/v1/admin/plugins/risk-guards/rollback",
+        Some(&admin),
+        json!({}),
+    )
+    .await
+    .expect(200);
+    wait_for_risk_guards(&two, &admin, "the rollback reaches instance two", |d| {
+        d["active_version"] == "0.1.0" && d["live"]["version"] == "0.1.0"
+    })
+    .await;
 }

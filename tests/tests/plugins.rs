@@ -368,3 +368,45 @@ async fn the_plugin_directory_adds_plugins_at_start() {
         .await
         .expect(200);
 }
+
+/// A version uploaded before binaries were kept in the database (its file under the data
+/// directory, its row without a binary) still loads after the upgrade, and its binary is copied
+/// into the database, where other instances find it.
+#[tokio::test]
+async fn a_version_stored_as_a_file_by_an_earlier_release_is_copied_into_the_database() {
+    use sha2::Digest as _;
+    let upload = plugin_upload("testing/risk-guards-strict", "risk-guards-strict");
+    let wasm = std::fs::read(guest_path("risk-guards-strict")).unwrap();
+    let sha256 = hex::encode(sha2::Sha256::digest(&wasm));
+    let manifest = upload["manifest"].to_string().replace('\'', "''");
+    let seed = vec![format!(
+        "INSERT INTO plugin_versions (name, version, kind, sha256, manifest, file_name, uploaded_by, created_at) \
+         VALUES ('risk-guards', '0.2.0', 'risk-rule', '{sha256}', '{manifest}', 'risk-guards/0.2.0.wasm', NULL, 1)"
+    )];
+    let mut server = Server::options().earlier_schema(21, seed).start().await;
+    // The file an earlier release wrote beside the database.
+    let file = server.data_dir().join("plugins/risk-guards/0.2.0.wasm");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, &wasm).unwrap();
+    server.restart().await;
+    let token = server.admin_token().await;
+    let detail = server
+        .get("/api/v1/admin/plugins/risk-guards", Some(&token))
+        .await;
+    assert_eq!(detail.data()["versions"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        server
+            .count(
+                "SELECT COUNT(*) FROM plugin_versions WHERE version = '0.2.0' AND wasm IS NOT NULL"
+            )
+            .await,
+        1
+    );
+    // Without the file, the version still loads: from the database.
+    std::fs::remove_file(&file).unwrap();
+    server.restart().await;
+    let detail = server
+        .get("/api/v1/admin/plugins/risk-guards", Some(&token))
+        .await;
+    assert_eq!(detail.data()["versions"].as_array().unwrap().len(), 2);
+}

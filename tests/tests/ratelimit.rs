@@ -277,17 +277,6 @@ fn on_redis(redis: &OwnRedis) -> tradehost_blackbox::ServerOptions {
         .env("TRADEHOST_METRICS_TOKEN", SCRAPE)
 }
 
-/// The value of the sample `name` at `/metrics`.
-async fn metric(server: &Server, name: &str) -> f64 {
-    let scraped = server.get("/metrics", Some(SCRAPE)).await;
-    scraped.expect(200);
-    scraped
-        .text
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("{name} in {}", scraped.text))
-}
-
 /// A sign-in with an unknown e-mail: counted against the client's per-IP auth budget.
 async fn sign_in_attempt(server: &Server) -> tradehost_blackbox::Reply {
     server
@@ -314,7 +303,10 @@ async fn instances_on_one_redis_share_a_limit() {
     let redis = OwnRedis::start().unwrap();
     let options = on_redis(&redis).env("TRADEHOST_AUTH_RATE_LIMIT", "6");
     let (one, two) = (options.clone().start().await, options.start().await);
-    assert_eq!(metric(&one, "tradehost_rate_limits_shared").await, 1.0);
+    assert_eq!(
+        one.metric(SCRAPE, "tradehost_rate_limits_shared").await,
+        1.0
+    );
     early_in_a_rate_window().await;
     let mut left = Vec::new();
     for server in [&one, &one, &one, &two, &two, &two] {
@@ -392,8 +384,16 @@ async fn without_redis_an_instance_counts_on_its_own_until_redis_is_back() {
     );
     // The instance's own count starts at this outage: 5 allowed, the 6th refused.
     assert_eq!(statuses, [401, 401, 401, 401, 401, 429]);
-    assert_eq!(metric(&server, "tradehost_rate_limits_shared").await, 0.0);
-    assert!(metric(&server, "tradehost_rate_limit_fallback_decisions_total").await >= 6.0);
+    assert_eq!(
+        server.metric(SCRAPE, "tradehost_rate_limits_shared").await,
+        0.0
+    );
+    assert!(
+        server
+            .metric(SCRAPE, "tradehost_rate_limit_fallback_decisions_total")
+            .await
+            >= 6.0
+    );
     assert!(
         server.log().contains("Redis does not answer"),
         "{}",
@@ -402,7 +402,7 @@ async fn without_redis_an_instance_counts_on_its_own_until_redis_is_back() {
 
     redis.resume().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while metric(&server, "tradehost_rate_limits_shared").await != 1.0 {
+    while server.metric(SCRAPE, "tradehost_rate_limits_shared").await != 1.0 {
         assert!(std::time::Instant::now() < deadline, "{}", server.log());
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }

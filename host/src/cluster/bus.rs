@@ -1,6 +1,7 @@
 //! What one instance tells the others, through Redis pub/sub on one channel
 //! (`<TRADEHOST_REDIS_PREFIX>:bus`): events for users' sockets, ended sessions and changed users
-//! (so a cached session check never outlives a sign-out elsewhere), and the kill switch.
+//! (so a cached session check never outlives a sign-out elsewhere), the kill switch, and plugin
+//! changes.
 //!
 //! Sending never waits: messages go into a bounded queue that one task publishes in order, so
 //! what one instance sends arrives everywhere in the order it was sent. A message that does not
@@ -42,6 +43,9 @@ pub enum Message {
     UserChanged { user_id: String },
     /// The kill switch was switched on or off.
     KillSwitch { active: bool },
+    /// A plugin's stored versions or settings changed (upload, activation, rollback,
+    /// configuration).
+    PluginChanged { name: String },
 }
 
 #[derive(Serialize, Deserialize)]

@@ -82,7 +82,8 @@ pub struct Registry {
     runtime: Arc<PluginRuntime>,
     slots: RwLock<BTreeMap<String, Arc<Slot>>>,
     db: Option<Db>,
-    /// Where uploaded versions are kept (`<dir>/<name>/<version>.wasm`).
+    /// Where versions uploaded before binaries were kept in the database were written
+    /// (`<dir>/<name>/<version>.wasm`); read once to copy them in.
     upload_dir: Option<PathBuf>,
 }
 
@@ -330,11 +331,9 @@ impl Registry {
                 manifest.name, manifest.version
             )));
         }
-        if let (Some(db), Some(dir)) = (&self.db, &self.upload_dir) {
+        if let Some(db) = &self.db {
+            // The binary goes into the database, where every instance sharing it finds it.
             let file_name = format!("{}/{}.wasm", manifest.name, manifest.version);
-            let path = dir.join(&file_name);
-            write_durably(&path, wasm)
-                .map_err(|err| PluginError::Load(format!("cannot store the upload: {err}")))?;
             let manifest_json = serde_json::to_string(&manifest)
                 .map_err(|err| PluginError::Load(err.to_string()))?;
             store::plugins::insert_version(
@@ -347,6 +346,7 @@ impl Registry {
                     manifest: &manifest_json,
                     file_name: &file_name,
                     uploaded_by,
+                    wasm,
                 },
             )
             .await
@@ -486,68 +486,131 @@ impl Registry {
 
     /// Loads uploaded versions and applies the saved settings (at start, after the built-ins).
     pub async fn restore(&self) -> anyhow::Result<()> {
-        let (Some(db), Some(dir)) = (&self.db, &self.upload_dir) else {
+        let Some(db) = &self.db else {
             return Ok(());
         };
         for row in store::plugins::versions(db).await? {
-            let loaded = std::fs::read(dir.join(&row.file_name))
-                .map_err(|err| format!("cannot read {}: {err}", row.file_name))
-                .and_then(|wasm| {
-                    if sha256_hex(&wasm) != row.sha256 {
-                        return Err(format!(
-                            "{} does not match its recorded sha256",
-                            row.file_name
-                        ));
-                    }
-                    let manifest: Manifest =
-                        serde_json::from_str(&row.manifest).map_err(|err| err.to_string())?;
-                    let checked = self
-                        .check(&wasm, &manifest, false)
-                        .map_err(|err| err.to_string())?;
-                    self.add(checked).map_err(|err| err.to_string())
-                });
-            if let Err(err) = loaded {
+            if let Err(err) = self.load_stored(db, &row).await {
                 tracing::error!(plugin = %row.name, version = %row.version, "stored plugin version not loaded: {err}");
             }
         }
         for settings in store::plugins::settings(db).await? {
-            let Some(slot) = self.slot(&settings.name) else {
-                tracing::warn!(plugin = %settings.name, "settings for a plugin that is not loaded");
+            self.apply_settings(settings);
+        }
+        Ok(())
+    }
+
+    /// Catches up with what another instance changed of plugin `only` (or of every plugin): a
+    /// version uploaded, one activated or rolled back, the configuration. Loads the versions
+    /// stored since and applies the stored settings.
+    pub async fn refresh(&self, only: Option<&str>) -> anyhow::Result<()> {
+        let Some(db) = &self.db else {
+            return Ok(());
+        };
+        for row in store::plugins::versions(db).await? {
+            let loaded = self
+                .slot(&row.name)
+                .and_then(|slot| {
+                    slot.versions
+                        .lock()
+                        .ok()
+                        .map(|v| v.contains_key(&row.version))
+                })
+                .unwrap_or(false);
+            if only.is_some_and(|name| name != row.name) || loaded {
                 continue;
-            };
-            let values: BTreeMap<String, String> =
-                serde_json::from_str(&settings.config).unwrap_or_default();
-            let plugin = slot
-                .versions
-                .lock()
-                .ok()
-                .and_then(|v| v.get(&settings.active_version).cloned());
-            let plugin = match plugin {
-                Some(plugin) => plugin,
-                None => {
-                    // A built-in whose version moved with an upgrade: its configuration carries over.
-                    let current = slot.active.load_full().plugin.clone();
-                    tracing::warn!(plugin = %settings.name, saved = %settings.active_version,
-                        active = %current.manifest.version, "the saved active version is not loaded; keeping the default version with the saved configuration");
-                    current
-                }
-            };
-            match plugin.manifest.resolve_config(&values) {
-                Ok(config) => {
-                    slot.active.store(Arc::new(make_active(plugin, config)));
-                    if let Ok(mut stored) = slot.config_values.lock() {
-                        *stored = values;
-                    }
-                    if let Ok(mut previous) = slot.previous.lock() {
-                        *previous = settings.previous_version.clone();
-                    }
-                }
-                Err(err) => {
-                    tracing::error!(plugin = %settings.name, "saved configuration refused: {err}")
-                }
+            }
+            if let Err(err) = self.load_stored(db, &row).await {
+                tracing::error!(plugin = %row.name, version = %row.version, "stored plugin version not loaded: {err}");
+            }
+        }
+        for settings in store::plugins::settings(db).await? {
+            if only.is_none_or(|name| name == settings.name) {
+                self.apply_settings(settings);
             }
         }
         Ok(())
+    }
+
+    /// Loads a stored version: its binary from the database, or for a version uploaded before
+    /// binaries were kept there, from this instance's upload directory (and copies it in).
+    async fn load_stored(&self, db: &Db, row: &store::plugins::VersionRow) -> Result<(), String> {
+        let stored = store::plugins::wasm(db, &row.name, &row.version)
+            .await
+            .map_err(|err| format!("cannot read its binary: {err}"))?;
+        let wasm = match stored {
+            Some(wasm) => wasm,
+            None => {
+                let dir = self
+                    .upload_dir
+                    .as_ref()
+                    .ok_or_else(|| "no binary stored".to_string())?;
+                let wasm = std::fs::read(dir.join(&row.file_name))
+                    .map_err(|err| format!("cannot read {}: {err}", row.file_name))?;
+                if sha256_hex(&wasm) == row.sha256
+                    && let Err(err) =
+                        store::plugins::store_wasm(db, &row.name, &row.version, &wasm).await
+                {
+                    tracing::warn!(plugin = %row.name, version = %row.version, "cannot copy the binary into the database: {err}");
+                }
+                wasm
+            }
+        };
+        if sha256_hex(&wasm) != row.sha256 {
+            return Err(format!(
+                "{} does not match its recorded sha256",
+                row.file_name
+            ));
+        }
+        let manifest: Manifest =
+            serde_json::from_str(&row.manifest).map_err(|err| err.to_string())?;
+        // Compiling takes long: on a blocking thread, so the async workers keep serving.
+        let runtime = self.runtime.clone();
+        let checked =
+            tokio::task::spawn_blocking(move || check_with(&runtime, &wasm, &manifest, false))
+                .await
+                .map_err(|err| format!("checking it failed: {err}"))?
+                .map_err(|err| err.to_string())?;
+        self.add(checked).map(|_| ()).map_err(|err| err.to_string())
+    }
+
+    /// Makes a plugin's stored settings (active version, previous one, configuration) current.
+    fn apply_settings(&self, settings: store::plugins::SettingsRow) {
+        let Some(slot) = self.slot(&settings.name) else {
+            tracing::warn!(plugin = %settings.name, "settings for a plugin that is not loaded");
+            return;
+        };
+        let values: BTreeMap<String, String> =
+            serde_json::from_str(&settings.config).unwrap_or_default();
+        let plugin = slot
+            .versions
+            .lock()
+            .ok()
+            .and_then(|v| v.get(&settings.active_version).cloned());
+        let plugin = match plugin {
+            Some(plugin) => plugin,
+            None => {
+                // A built-in whose version moved with an upgrade: its configuration carries over.
+                let current = slot.active.load_full().plugin.clone();
+                tracing::warn!(plugin = %settings.name, saved = %settings.active_version,
+                    active = %current.manifest.version, "the saved active version is not loaded; keeping the default version with the saved configuration");
+                current
+            }
+        };
+        match plugin.manifest.resolve_config(&values) {
+            Ok(config) => {
+                slot.active.store(Arc::new(make_active(plugin, config)));
+                if let Ok(mut stored) = slot.config_values.lock() {
+                    *stored = values;
+                }
+                if let Ok(mut previous) = slot.previous.lock() {
+                    *previous = settings.previous_version.clone();
+                }
+            }
+            Err(err) => {
+                tracing::error!(plugin = %settings.name, "saved configuration refused: {err}")
+            }
+        }
     }
 
     pub fn list(&self) -> Vec<PluginSummary> {
@@ -591,18 +654,4 @@ impl Registry {
             })
             .collect()
     }
-}
-
-/// Writes a file so that it is complete on disk before anything refers to it.
-fn write_durably(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    let temporary = path.with_extension("wasm.partial");
-    let mut file = std::fs::File::create(&temporary)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&temporary, path)?;
-    Ok(())
 }

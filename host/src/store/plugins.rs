@@ -29,13 +29,14 @@ pub struct NewVersion<'a> {
     pub manifest: &'a str,
     pub file_name: &'a str,
     pub uploaded_by: Option<&'a str>,
+    pub wasm: &'a [u8],
 }
 
 pub async fn insert_version(db: &Db, v: &NewVersion<'_>) -> sqlx::Result<()> {
     on!(&db.pool, |c| {
         sqlx::query(
-            "INSERT INTO plugin_versions (name, version, kind, sha256, manifest, file_name, uploaded_by, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            "INSERT INTO plugin_versions (name, version, kind, sha256, manifest, file_name, uploaded_by, created_at, wasm) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(v.name)
         .bind(v.version)
@@ -45,6 +46,7 @@ pub async fn insert_version(db: &Db, v: &NewVersion<'_>) -> sqlx::Result<()> {
         .bind(v.file_name)
         .bind(v.uploaded_by)
         .bind(now_ms())
+        .bind(v.wasm)
         .execute(c)
         .await
         .map(|done| done.rows_affected())
@@ -58,6 +60,34 @@ pub async fn versions(db: &Db) -> sqlx::Result<Vec<VersionRow>> {
     )
     .fetch_all(c)
     .await)
+}
+
+/// The stored binary of a version (none: uploaded before binaries were kept in the database).
+pub async fn wasm(db: &Db, name: &str, version: &str) -> sqlx::Result<Option<Vec<u8>>> {
+    on!(&db.pool, |c| sqlx::query_scalar(
+        "SELECT wasm FROM plugin_versions WHERE name = $1 AND version = $2"
+    )
+    .bind(name)
+    .bind(version)
+    .fetch_optional(c)
+    .await
+    .map(Option::flatten))
+}
+
+/// Keeps the binary of a version uploaded before binaries were stored in the database.
+pub async fn store_wasm(db: &Db, name: &str, version: &str, wasm: &[u8]) -> sqlx::Result<()> {
+    on!(&db.pool, |c| {
+        sqlx::query(
+            "UPDATE plugin_versions SET wasm = $3 WHERE name = $1 AND version = $2 AND wasm IS NULL",
+        )
+        .bind(name)
+        .bind(version)
+        .bind(wasm)
+        .execute(c)
+        .await
+        .map(|done| done.rows_affected())
+    })?;
+    Ok(())
 }
 
 pub async fn settings(db: &Db) -> sqlx::Result<Vec<SettingsRow>> {
