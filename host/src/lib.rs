@@ -171,6 +171,25 @@ impl App {
         });
     }
 
+    /// Whether this instance runs background job `job` now. A lone instance runs every job; in a
+    /// cluster, the instance holding the job's lease does, renewing it for `period` twice over on
+    /// every run (so it keeps the job while it lives, and another takes over once it has not
+    /// run it for that long).
+    pub async fn runs_job(&self, job: &str, period: Duration) -> bool {
+        if !self.cluster.clustered() {
+            return true;
+        }
+        let now = store::now_ms();
+        let until = now + 2 * period.as_millis() as i64;
+        match store::job_leases::claim(&self.db, job, self.cluster.instance(), now, until).await {
+            Ok(granted) => granted,
+            Err(err) => {
+                tracing::warn!(job, error = %err, "cannot claim a background job");
+                false
+            }
+        }
+    }
+
     /// Joins the other instances on `REDIS_URL` and acts on what they say.
     fn join_cluster(&self) {
         let Some(url) = &self.config.redis_url else {
@@ -251,7 +270,7 @@ impl App {
     fn spawn_background(&self) {
         self.join_cluster();
         let mail = self.clone();
-        tokio::spawn(async move { mail.mailer.run(mail.db.clone(), &mail.vault).await });
+        tokio::spawn(async move { mail.mailer.run(&mail).await });
         notify::spawn(self);
         tokio::spawn(engine::run(self.clone()));
         tokio::spawn(engine::supervisor::run(self.clone()));
@@ -269,7 +288,9 @@ impl App {
                 if let Err(err) = export::sweep(&sweeper).await {
                     tracing::warn!(error = %err, "removing expired exports failed");
                 }
-                if let Err(err) = billing::subscriptions::renew_due(&sweeper).await {
+                if sweeper.runs_job("renewals", Duration::from_secs(60)).await
+                    && let Err(err) = billing::subscriptions::renew_due(&sweeper).await
+                {
                     tracing::error!(error = %err, "renewing subscriptions failed");
                 }
             }

@@ -13,6 +13,9 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use tokio::sync::Notify;
 
 use crate::store::{Db, outbox};
+
+/// How often pending mail is looked at without being woken (retries, other instances' mail).
+const RETRY_EVERY: Duration = Duration::from_secs(30);
 use crate::vault::Vault;
 
 const MAX_ATTEMPTS: i64 = 8;
@@ -80,14 +83,17 @@ impl Mailer {
     }
 
     /// Delivers pending mail until the process ends; wakes on new mail and every 30 s for retries.
-    pub async fn run(&self, db: Db, vault: &Vault) {
+    /// With several instances, only the one holding the `mail` job delivers.
+    pub async fn run(&self, app: &crate::App) {
         loop {
-            if let Err(err) = self.deliver_pending(&db, vault).await {
+            if app.runs_job("mail", RETRY_EVERY).await
+                && let Err(err) = self.deliver_pending(&app.db, &app.vault).await
+            {
                 tracing::warn!("mail delivery pass failed: {err:#}");
             }
             tokio::select! {
                 _ = self.wake.notified() => {}
-                _ = tokio::time::sleep(Duration::from_secs(30)) => {}
+                _ = tokio::time::sleep(RETRY_EVERY) => {}
             }
         }
     }

@@ -73,6 +73,9 @@ pub async fn run(app: App) {
     tick.tick().await;
     loop {
         tick.tick().await;
+        if !app.runs_job("retention", policy.interval).await {
+            continue;
+        }
         match run_once(&app.db, &policy, now_ms()).await {
             Ok(removed) => tracing::info!(?removed, "retention run"),
             Err(err) => tracing::warn!(error = %err, "retention run failed"),

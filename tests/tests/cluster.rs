@@ -12,7 +12,16 @@ const SCRAPE: &str = "scrape-token-for-the-cluster";
 
 /// Two instances of one deployment on `redis`, each subscribed to the other.
 async fn two_instances(redis: &OwnRedis) -> (Server, Server) {
-    let one = Server::options()
+    two_instances_with(redis, &[]).await
+}
+
+/// [`two_instances`] with settings of the test's own.
+async fn two_instances_with(redis: &OwnRedis, settings: &[(&str, &str)]) -> (Server, Server) {
+    let mut options = Server::options();
+    for (name, value) in settings {
+        options = options.env(name, *value);
+    }
+    let one = options
         .env("REDIS_URL", redis.url())
         .env("TRADEHOST_METRICS_TOKEN", SCRAPE)
         .env("TRADEHOST_SCAN_INTERVAL", "0.1")
@@ -207,4 +216,53 @@ async fn a_plugin_uploaded_and_activated_on_one_instance_runs_on_the_other() {
         d["active_version"] == "0.1.0" && d["live"]["version"] == "0.1.0"
     })
     .await;
+}
+
+/// The instance holding the KPI tracker's lease.
+async fn kpi_holder(server: &Server) -> Option<String> {
+    server
+        .scalar("SELECT instance FROM job_leases WHERE job = 'kpi_snapshots'")
+        .await
+}
+
+/// Jobs that must run once (here the KPI tracker, every 0.5 s) run on the one instance holding
+/// their lease; when it dies, the other takes them over once the lease has run out.
+#[tokio::test]
+async fn a_background_job_runs_on_one_instance_and_moves_when_it_dies() {
+    let redis = OwnRedis::start().unwrap();
+    let (mut one, mut two) =
+        two_instances_with(&redis, &[("TRADEHOST_PERF_UPDATE_INTERVAL", "0.5")]).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let holder = loop {
+        if let Some(holder) = kpi_holder(&one).await {
+            break holder;
+        }
+        assert!(Instant::now() < deadline, "nobody took the KPI tracker");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        one.count("SELECT COUNT(*) FROM job_leases WHERE job = 'mail'")
+            .await,
+        1,
+        "mail is delivered by one instance"
+    );
+    let (survivor, survivor_id) = match holder.as_str() {
+        "one" => {
+            one.kill();
+            (&two, "two")
+        }
+        "two" => {
+            two.kill();
+            (&one, "one")
+        }
+        other => panic!("held by {other}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while kpi_holder(survivor).await.as_deref() != Some(survivor_id) {
+        assert!(
+            Instant::now() < deadline,
+            "the KPI tracker did not move to {survivor_id}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

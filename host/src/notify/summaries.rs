@@ -23,7 +23,7 @@ pub async fn run(app: App) {
     let mut made_for = None;
     loop {
         let today = now_ms().div_euclid(DAY_MS);
-        if made_for != Some(today) {
+        if made_for != Some(today) && app.runs_job("summaries", Duration::from_secs(60)).await {
             match make(&app, today).await {
                 Ok(count) => {
                     made_for = Some(today);

@@ -290,6 +290,9 @@ pub async fn run(app: App) {
     loop {
         tokio::select! {
             _ = updates.tick() => {
+                if !app.runs_job("kpi_snapshots", app.config.perf_update_interval).await {
+                    continue;
+                }
                 if let Err(err) = snapshot_all(&app).await {
                     tracing::warn!(error = %err, "KPI snapshots failed");
                 }
@@ -297,6 +300,9 @@ pub async fn run(app: App) {
             _ = reports.tick() => {
                 let since = last_report;
                 last_report = now_ms();
+                if !app.runs_job("performance_reports", app.config.perf_report_interval).await {
+                    continue;
+                }
                 if let Err(err) = report_all(&app, since).await {
                     tracing::warn!(error = %err, "performance reports failed");
                 }

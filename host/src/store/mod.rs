@@ -57,6 +57,7 @@ pub mod decimal;
 pub mod durability;
 pub mod exports;
 pub mod flags;
+pub mod job_leases;
 pub mod kept;
 pub mod ledger;
 pub mod notifications;
