@@ -26,6 +26,17 @@ fn assert_headers(reply: &tradehost_blackbox::Reply, limit: u32) {
     );
 }
 
+/// A sign-in as `address` with a wrong password.
+async fn wrong_password(server: &Server, address: &str) -> tradehost_blackbox::Reply {
+    server
+        .post(
+            "/api/v1/auth/login",
+            None,
+            json!({"email": address, "password": "guess guess guess"}),
+        )
+        .await
+}
+
 #[tokio::test]
 async fn every_response_carries_the_headers() {
     let server = Server::options()
@@ -153,12 +164,7 @@ async fn failed_logins_are_throttled_per_email() {
     server.register(&victim).await;
     server.register(&bystander).await;
     for _ in 0..3 {
-        server
-            .post(
-                "/api/v1/auth/login",
-                None,
-                json!({"email": victim, "password": "guess guess guess"}),
-            )
+        wrong_password(&server, &victim)
             .await
             .expect_error(401, "INVALID_CREDENTIALS");
     }
@@ -279,13 +285,7 @@ fn on_redis(redis: &OwnRedis) -> tradehost_blackbox::ServerOptions {
 
 /// A sign-in with an unknown e-mail: counted against the client's per-IP auth budget.
 async fn sign_in_attempt(server: &Server) -> tradehost_blackbox::Reply {
-    server
-        .post(
-            "/api/v1/auth/login",
-            None,
-            json!({"email": email("nobody"), "password": "guess guess guess"}),
-        )
-        .await
+    wrong_password(server, &email("nobody")).await
 }
 
 fn remaining(reply: &tradehost_blackbox::Reply) -> u32 {
@@ -338,12 +338,7 @@ async fn failed_logins_are_counted_across_instances() {
     one.register(&victim).await;
     two.register(&victim).await;
     for server in [&one, &two, &one] {
-        server
-            .post(
-                "/api/v1/auth/login",
-                None,
-                json!({"email": victim, "password": "guess guess guess"}),
-            )
+        wrong_password(server, &victim)
             .await
             .expect_error(401, "INVALID_CREDENTIALS");
     }

@@ -180,10 +180,8 @@ pub async fn activate(
         };
         let trader = guard.as_mut().expect("loaded");
         cell.next_scan_at.store(IDLE, Ordering::Release);
-        if trader.status().is_scanned() {
+        if halt(trader, format!("Stopped by the kill switch: {reason}")) {
             stopped += 1;
-            trader.bot.status = BotStatus::Stopped.as_str().into();
-            trader.bot.last_error = Some(format!("Stopped by the kill switch: {reason}"));
             if let Err(err) = persist(app, trader).await {
                 tracing::error!(%user_id, error = %err, "the kill switch could not save a bot");
                 failures.push(UserFailure {
@@ -273,12 +271,21 @@ pub async fn switched_elsewhere(app: &App, active: bool) {
             }
         };
         cell.next_scan_at.store(IDLE, Ordering::Release);
-        let trader = guard.as_mut().expect("loaded");
-        if trader.status().is_scanned() {
-            trader.bot.status = BotStatus::Stopped.as_str().into();
-            trader.bot.last_error = Some("Stopped by the kill switch".into());
-        }
+        halt(
+            guard.as_mut().expect("loaded"),
+            "Stopped by the kill switch".into(),
+        );
     }
+}
+
+/// Marks a scanned bot stopped by the kill switch (in memory); whether it was scanned.
+fn halt(trader: &mut super::Trader, why: String) -> bool {
+    if !trader.status().is_scanned() {
+        return false;
+    }
+    trader.bot.status = BotStatus::Stopped.as_str().into();
+    trader.bot.last_error = Some(why);
+    true
 }
 
 pub async fn state(app: &App) -> ApiResult<KillSwitchState> {

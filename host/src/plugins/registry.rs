@@ -486,18 +486,7 @@ impl Registry {
 
     /// Loads uploaded versions and applies the saved settings (at start, after the built-ins).
     pub async fn restore(&self) -> anyhow::Result<()> {
-        let Some(db) = &self.db else {
-            return Ok(());
-        };
-        for row in store::plugins::versions(db).await? {
-            if let Err(err) = self.load_stored(db, &row).await {
-                tracing::error!(plugin = %row.name, version = %row.version, "stored plugin version not loaded: {err}");
-            }
-        }
-        for settings in store::plugins::settings(db).await? {
-            self.apply_settings(settings);
-        }
-        Ok(())
+        self.refresh(None).await
     }
 
     /// Catches up with what another instance changed of plugin `only` (or of every plugin): a
