@@ -96,6 +96,9 @@ pub struct AppConfig {
     pub redis_prefix: String,
     /// This instance among several (`TRADEHOST_INSTANCE_ID`; made up at start when unset).
     pub instance_id: String,
+    /// How long a bot's lease lasts without renewal (`TRADEHOST_BOT_LEASE_TTL`, seconds; several
+    /// instances only): an instance that stops renewing loses its bots to the others after it.
+    pub bot_lease_ttl: Duration,
     pub debug: bool,
     pub auth_rate_limit: u32,
     pub anon_rate_limit: u32,
@@ -184,6 +187,7 @@ impl std::fmt::Debug for AppConfig {
             )
             .field("redis_prefix", &self.redis_prefix)
             .field("instance_id", &self.instance_id)
+            .field("bot_lease_ttl", &self.bot_lease_ttl)
             .field("debug", &self.debug)
             .field("auth_rate_limit", &self.auth_rate_limit)
             .field("anon_rate_limit", &self.anon_rate_limit)
@@ -312,6 +316,10 @@ impl AppConfig {
         let scan = parse_env(env, "TRADEHOST_SCAN_INTERVAL")?.unwrap_or(file.scan_interval_secs);
         if !(scan.is_finite() && scan >= 0.01) {
             bail!("TRADEHOST_SCAN_INTERVAL must be at least 0.01 seconds, got {scan}");
+        }
+        let lease_ttl = parse_env(env, "TRADEHOST_BOT_LEASE_TTL")?.unwrap_or(10.0_f64);
+        if !(lease_ttl.is_finite() && (0.2..=3600.0).contains(&lease_ttl)) {
+            bail!("TRADEHOST_BOT_LEASE_TTL must be between 0.2 and 3600 seconds, got {lease_ttl}");
         }
         let debug = match env("DEBUG") {
             Some(v) => {
@@ -450,6 +458,7 @@ impl AppConfig {
                     &uuid::Uuid::new_v4().simple().to_string()[..8]
                 )
             }),
+            bot_lease_ttl: Duration::from_secs_f64(lease_ttl),
             debug,
             auth_rate_limit,
             anon_rate_limit,

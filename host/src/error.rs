@@ -169,6 +169,21 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+impl From<crate::store::writer::WriteError> for ApiError {
+    fn from(err: crate::store::writer::WriteError) -> Self {
+        match err {
+            crate::store::writer::WriteError::Database(err) => err.into(),
+            crate::store::writer::WriteError::LeaseLost => Self {
+                log: Some("the user's lease moved to another instance during a write".into()),
+                ..Self::new(
+                    ErrorCode::ServiceUnavailable,
+                    "The bot moved to another server while this was done; nothing was changed. Try again.",
+                )
+            },
+        }
+    }
+}
+
 impl From<sqlx::Error> for ApiError {
     fn from(err: sqlx::Error) -> Self {
         let code = match &err {

@@ -233,6 +233,9 @@ impl App {
             Received::Message(Message::KillSwitch { active }) => {
                 engine::kill_switch::switched_elsewhere(self, active).await
             }
+            Received::Message(Message::HandOver { user_id }) => {
+                engine::leases::hand_over(self, &user_id).await
+            }
             Received::Message(Message::PluginChanged { name }) => {
                 if let Err(err) = self.plugins.refresh(Some(&name)).await {
                     tracing::error!(plugin = %name, error = %err, "cannot load a plugin change made on another instance");
@@ -260,6 +263,7 @@ impl App {
         self.sessions.sweep();
         self.events.sweep();
         self.engine.evict_idle();
+        self.db.leases.sweep(store::now_ms());
         if let Some(limiter) = &self.memory_limiter {
             limiter.sweep(self.config.failed_login_window.max(ratelimit::MINUTE));
         }
@@ -274,6 +278,7 @@ impl App {
         notify::spawn(self);
         tokio::spawn(engine::run(self.clone()));
         tokio::spawn(engine::supervisor::run(self.clone()));
+        tokio::spawn(engine::leases::run(self.clone()));
         tokio::spawn(performance::run(self.clone()));
         tokio::spawn(retention::run(self.clone()));
         let sweeper = self.clone();
@@ -332,6 +337,7 @@ pub fn rocket(figment: Figment, app: App) -> Rocket<Build> {
         .attach(AdHoc::on_shutdown("pid file", |rocket| {
             Box::pin(async move {
                 if let Some(app) = rocket.state::<App>() {
+                    engine::leases::leave(app).await;
                     companion::restart::remove_pid_file(&app.config.data_dir);
                 }
             })

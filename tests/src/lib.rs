@@ -419,6 +419,27 @@ impl Server {
         }
     }
 
+    /// Stops the process where it is (SIGSTOP), as a machine that stalls or a network that cuts
+    /// it off would: it holds whatever it held, and does nothing.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a paused process go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("the server runs").id();
+        let status = std::process::Command::new("kill")
+            .arg(signal)
+            .arg(pid.to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
     /// Waits up to `secs` for the server to exit on its own; its exit status, or `None`.
     pub async fn wait_exit(&mut self, secs: u64) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + Duration::from_secs(secs);

@@ -168,6 +168,18 @@ pub async fn prometheus(app: &App) -> ApiResult<String> {
             ("{direction=\"lost\"}", bus.lost as f64),
         ],
     );
+    metric(
+        "tradehost_bot_leases_held",
+        "gauge",
+        "Users whose trading this instance owns (several instances: their leases).",
+        &[("", app.engine.leases_held() as f64)],
+    );
+    metric(
+        "tradehost_book_writes_refused_total",
+        "counter",
+        "Writes of the books refused because their user's lease had moved to another instance.",
+        &[("", app.db.writes_refused() as f64)],
+    );
     let limits = app.limiter.status();
     metric(
         "tradehost_rate_limits_shared",

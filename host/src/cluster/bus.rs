@@ -43,6 +43,8 @@ pub enum Message {
     UserChanged { user_id: String },
     /// The kill switch was switched on or off.
     KillSwitch { active: bool },
+    /// An instance asks for a user's lease to act on their trading: the holder gives it up.
+    HandOver { user_id: String },
     /// A plugin's stored versions or settings changed (upload, activation, rollback,
     /// configuration).
     PluginChanged { name: String },

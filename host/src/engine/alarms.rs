@@ -19,7 +19,7 @@ use crate::notices::{self, AlarmNotice, Kind};
 use crate::plugins::PluginKind;
 use crate::plugins::bindings::types::{self as wire, AlarmLevel, KpiSnapshot};
 use crate::plugins::off_thread as blocking;
-use crate::store::writer::{Job, RaisedAlarm};
+use crate::store::writer::{Job, RaisedAlarm, WriteError};
 use crate::store::{alarms, alarms::AlarmRow};
 use crate::store::{iso8601, new_id};
 
@@ -104,7 +104,8 @@ fn level_name(level: AlarmLevel) -> &'static str {
 
 /// Saves a raised alarm and records its notice, in one transaction of the books' writer (when a
 /// market moves, alarms rise for many users at once while their bookings are written).
-async fn save_raised(app: &App, user_id: &str, row: &AlarmRow) -> sqlx::Result<()> {
+async fn save_raised(app: &App, trader: &Trader, row: &AlarmRow) -> Result<(), WriteError> {
+    let user_id = trader.user_id.as_str();
     let notice = AlarmNotice {
         alarm_id: &row.id,
         alarm_type: &row.alarm_type,
@@ -120,7 +121,9 @@ async fn save_raised(app: &App, user_id: &str, row: &AlarmRow) -> sqlx::Result<(
         alarm: row.clone(),
         event: notices::event(Some(user_id), Kind::Alarm, &notice, row.raised_at),
     };
-    app.db.write(Job::Alarm(Box::new(raised))).await?;
+    app.db
+        .write_under(trader.fence(), Job::Alarm(Box::new(raised)))
+        .await?;
     app.notifier.wake();
     Ok(())
 }
@@ -215,7 +218,7 @@ pub async fn evaluate_alarms(app: &App, trader: &mut Trader, now: i64) -> Result
             raised_at: now,
             cleared_at: None,
         };
-        save_raised(app, &trader.user_id, &row)
+        save_raised(app, trader, &row)
             .await
             .map_err(|err| err.to_string())?;
         publish_alarm(app, &trader.user_id, &row, now);
@@ -306,7 +309,7 @@ pub async fn raise(
         raised_at: now,
         cleared_at: None,
     };
-    save_raised(app, &trader.user_id, &row)
+    save_raised(app, trader, &row)
         .await
         .map_err(|err| err.to_string())?;
     publish_alarm(app, &trader.user_id, &row, now);

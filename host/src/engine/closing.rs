@@ -60,12 +60,12 @@ async fn save(
     position_id: &str,
     closing: Closing,
 ) -> Result<(), String> {
-    let Some(position) = set(trader, position_id, closing) else {
+    let Some(position) = set(trader, position_id, closing).cloned() else {
         return Ok(());
     };
     // Part of the books: written by their writer and durable before anything goes out on it.
     app.db
-        .write(Job::Closing(Box::new(position.clone())))
+        .write_under(trader.fence(), Job::Closing(Box::new(position)))
         .await
         .map_err(|err| format!("saving a close request: {err}"))?;
     Ok(())

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::closing::{self, Attempt};
 use super::order_views::{self, OrderView};
 use super::orders;
-use super::{BotStatus, IDLE, credentials, kill_switch, lock, persist, publish_status};
+use super::{BotStatus, IDLE, credentials, kill_switch, lock, persist, publish_status, read};
 use crate::App;
 use crate::auth::sessions::Principal;
 use crate::brokers;
@@ -465,10 +465,10 @@ pub struct BotStatusView {
 pub async fn status(app: &App, user: &Principal) -> ApiResult<BotStatusView> {
     let cell = app.engine.cell(&user.user_id);
     let next = cell.next_scan_at.load(Ordering::Acquire);
-    let mut guard = lock(app, &cell).await?;
-    let trader = guard.as_mut().expect("loaded");
+    let mut trader = read(app, &cell).await?;
     let now = now_ms();
-    trader.stats.observe(now, trader.equity());
+    let equity = trader.equity();
+    trader.stats.observe(now, equity);
     let bot = &trader.bot;
     let state = trader.status();
     Ok(BotStatusView {
@@ -504,8 +504,7 @@ pub struct Summary {
 
 pub async fn summary(app: &App, user: &Principal) -> ApiResult<Summary> {
     let cell = app.engine.cell(&user.user_id);
-    let guard = lock(app, &cell).await?;
-    let trader = guard.as_ref().expect("loaded");
+    let trader = read(app, &cell).await?;
     Ok(Summary {
         status: trader.status(),
         started_once: !trader.bot.broker.is_empty(),

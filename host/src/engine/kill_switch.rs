@@ -271,10 +271,15 @@ pub async fn switched_elsewhere(app: &App, active: bool) {
             }
         };
         cell.next_scan_at.store(IDLE, Ordering::Release);
-        halt(
-            guard.as_mut().expect("loaded"),
-            "Stopped by the kill switch".into(),
-        );
+        let trader = guard.as_mut().expect("loaded");
+        // The bot's lease is this instance's: it saves the bot stopped (the switching instance
+        // finds it so and leaves it be).
+        if halt(trader, "Stopped by the kill switch".into()) && trader.held.is_some() {
+            if let Err(err) = persist(app, trader).await {
+                tracing::error!(user_id = %cell.user_id, error = ?err.log, "the kill switch could not save a bot");
+            }
+            publish_status(app, trader, "Stopped by the kill switch");
+        }
     }
 }
 

@@ -20,6 +20,7 @@ pub mod control;
 pub mod entry;
 pub mod instruments;
 pub mod kill_switch;
+pub mod leases;
 pub mod metrics;
 pub mod order_state;
 pub mod order_views;
@@ -106,6 +107,8 @@ pub struct Cell {
     pub user_id: String,
     trader: Mutex<Option<Trader>>,
     next_scan_at: AtomicI64,
+    /// This instance's hold on the user's lease (several instances only).
+    lease: Arc<leases::Lease>,
 }
 
 #[derive(Default)]
@@ -129,6 +132,7 @@ impl Engine {
                     user_id: user_id.to_string(),
                     trader: Mutex::new(None),
                     next_scan_at: AtomicI64::new(IDLE),
+                    lease: Arc::default(),
                 })
             })
             .clone()
@@ -152,7 +156,7 @@ impl Engine {
     /// it is loaded again from the database on next use.
     pub fn evict_idle(&self) {
         self.cells.retain(|_, cell| {
-            if cell.next_scan_at.load(Ordering::Acquire) != IDLE {
+            if cell.next_scan_at.load(Ordering::Acquire) != IDLE || cell.lease.held() {
                 return true;
             }
             let Ok(mut trader) = cell.trader.try_lock() else {
@@ -174,6 +178,18 @@ impl Engine {
         });
     }
 
+    /// Whether this instance holds the user's lease now (several instances only).
+    pub fn holds(&self, user_id: &str) -> bool {
+        self.cells
+            .get(user_id)
+            .is_some_and(|cell| cell.lease.holds(now_ms()))
+    }
+
+    /// How many users' leases this instance holds.
+    pub fn leases_held(&self) -> usize {
+        self.cells.iter().filter(|cell| cell.lease.held()).count()
+    }
+
     pub fn scans_completed(&self) -> u64 {
         self.scans.load(Ordering::Relaxed)
     }
@@ -186,13 +202,71 @@ impl Engine {
     }
 }
 
-/// A user's trader, loaded on first use, behind the user's lock.
+/// A user's trader, loaded on first use, behind the user's lock, to act on: with several
+/// instances, this one takes the user's lease first ([`leases::hold`]).
 pub async fn lock<'a>(app: &App, cell: &'a Cell) -> ApiResult<MutexGuard<'a, Option<Trader>>> {
+    leases::hold(app, cell).await?;
+    load(app, cell).await
+}
+
+/// A user's trader for the scheduler: none when, with several instances, this one does not hold
+/// the user's lease (it never claims one for a scan; the lease loop does).
+async fn lock_scanned<'a>(
+    app: &App,
+    cell: &'a Cell,
+) -> ApiResult<Option<MutexGuard<'a, Option<Trader>>>> {
+    if app.cluster.clustered() && !cell.lease.held() {
+        return Ok(None);
+    }
+    load(app, cell).await.map(Some)
+}
+
+/// The user's lock, with their trader loaded.
+async fn load<'a>(app: &App, cell: &'a Cell) -> ApiResult<MutexGuard<'a, Option<Trader>>> {
     let mut guard = cell.trader.lock().await;
     if guard.is_none() {
-        *guard = Some(Trader::load(app, &cell.user_id).await?);
+        let mut trader = Trader::load(app, &cell.user_id).await?;
+        trader.held = leases::held(app, cell);
+        *guard = Some(trader);
     }
     Ok(guard)
+}
+
+/// A user's trader to read. With several instances, one whose lease is another instance's is
+/// read from the database for this call (what its holder committed) and not kept.
+pub async fn read<'a>(app: &App, cell: &'a Cell) -> ApiResult<Reading<'a>> {
+    if app.cluster.clustered() && !cell.lease.holds(now_ms()) {
+        return Ok(Reading::Fresh(Box::new(
+            Trader::load(app, &cell.user_id).await?,
+        )));
+    }
+    Ok(Reading::Held(lock(app, cell).await?))
+}
+
+/// A trader being read ([`read`]).
+pub enum Reading<'a> {
+    Held(MutexGuard<'a, Option<Trader>>),
+    Fresh(Box<Trader>),
+}
+
+impl std::ops::Deref for Reading<'_> {
+    type Target = Trader;
+
+    fn deref(&self) -> &Trader {
+        match self {
+            Reading::Held(guard) => guard.as_ref().expect("loaded"),
+            Reading::Fresh(trader) => trader,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Reading<'_> {
+    fn deref_mut(&mut self) -> &mut Trader {
+        match self {
+            Reading::Held(guard) => guard.as_mut().expect("loaded"),
+            Reading::Fresh(trader) => trader,
+        }
+    }
 }
 
 /// Opens the credentials of the user's connection to `broker`.
@@ -245,13 +319,19 @@ pub(crate) fn publish_status(app: &App, trader: &Trader, message: &str) {
 /// write lock while bookings wait, and a start or a restart changes thousands of bots at once.
 async fn persist(app: &App, trader: &mut Trader) -> ApiResult<()> {
     let now = now_ms();
-    app.db.write(Job::Bot(Box::new(trader.bot.clone()))).await?;
+    app.db
+        .write_under(trader.fence(), Job::Bot(Box::new(trader.bot.clone())))
+        .await?;
     trader.last_persisted_at = now;
     Ok(())
 }
 
 /// Resumes the bots that were running (or starting, or paused) when the server stopped.
 pub async fn resume_all(app: &App) -> anyhow::Result<usize> {
+    // Several instances share the bots through their leases (`leases::run`).
+    if app.cluster.clustered() {
+        return Ok(0);
+    }
     let bots = bots::resumable_bots(&app.db.pool).await?;
     let count = bots.len();
     for bot in bots {
@@ -279,8 +359,8 @@ pub async fn with_trader<T>(
     read: impl FnOnce(&Trader) -> T,
 ) -> ApiResult<T> {
     let cell = app.engine.cell(user_id);
-    let guard = lock(app, &cell).await?;
-    Ok(read(guard.as_ref().expect("loaded")))
+    let guard = self::read(app, &cell).await?;
+    Ok(read(&guard))
 }
 
 #[cfg(test)]

@@ -35,7 +35,9 @@ use crate::plugins::{PluginKind, decimal, off_thread};
 use crate::store::accounts::AccountChange;
 use crate::store::orders::{self as rows, FillRow, OrderChange, OrderRow};
 use crate::store::plugin_store::{self, Change};
-use crate::store::writer::{BaselineShift, Booking, Job, LedgerWrite, NewOrder, SignalOutcome};
+use crate::store::writer::{
+    BaselineShift, Booking, Job, LedgerWrite, NewOrder, SignalOutcome, WriteError,
+};
 use crate::store::{iso8601, ledger, new_id, now_ms};
 
 /// The first check of a live order; later ones back off from it.
@@ -208,7 +210,7 @@ pub fn position_update(position: &Position, at: i64) -> PositionUpdate<'_> {
     }
 }
 
-fn db_failure(err: sqlx::Error) -> OrderFailure {
+fn db_failure(err: impl std::fmt::Display) -> OrderFailure {
     tracing::error!(error = %err, "database error while placing an order");
     OrderFailure::Failed("database error while placing the order".into())
 }
@@ -350,7 +352,7 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
     };
     if !app
         .db
-        .write(Job::NewOrder(Box::new(new)))
+        .write_under(trader.fence(), Job::NewOrder(Box::new(new)))
         .await
         .map_err(db_failure)?
     {
@@ -384,6 +386,13 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
         limit_price: row.limit_price.map(decimal::text),
         reduce_only,
     };
+    if !trader.may_send() {
+        // The lease was not renewed in time: another instance may own the user by now. The
+        // order stays unsent; its owner finds the venue never heard of it.
+        return Err(OrderFailure::Failed(
+            "this server no longer holds the bot; the order was not sent".into(),
+        ));
+    }
     // What the venue's plugin writes in its store is written with the booking of its answer.
     let (answer, venue_writes) = match app.plugins.active(PluginKind::Broker, &plan.broker) {
         Err(err) => (Err(err.to_string()), None),
@@ -594,7 +603,7 @@ pub async fn record(
     observation: Observation,
 ) -> Result<OrderStatus, String> {
     let now = now_ms();
-    let db_err = |err: sqlx::Error| {
+    let db_err = |err: WriteError| {
         tracing::error!(error = %err, order = %order.client_order_id, "database error while booking");
         "database error while booking the order".to_string()
     };
@@ -629,7 +638,7 @@ pub async fn record(
     let booked_before: Vec<String> = if order.filled_quantity > Decimal::ZERO && !fills.is_empty() {
         rows::booked_trade_ids(&app.db.pool, &order.id)
             .await
-            .map_err(db_err)?
+            .map_err(|err| db_err(err.into()))?
     } else {
         Vec::new()
     };
@@ -815,7 +824,7 @@ pub async fn record(
         let mut closes = if order.filled_quantity > Decimal::ZERO {
             ledger::closes_of_order(&app.db.pool, &order.id)
                 .await
-                .map_err(db_err)?
+                .map_err(|err| db_err(err.into()))?
         } else {
             Vec::new()
         };
@@ -880,7 +889,7 @@ pub async fn record(
     // Durable, its commit and flush shared with the bookings of the moment, before anything
     // goes out on it.
     app.db
-        .write(Job::Booking(Box::new(booking)))
+        .write_under(trader.fence(), Job::Booking(Box::new(booking)))
         .await
         .map_err(db_err)?;
     if opened_position.is_some() || trade.is_some() {

@@ -804,7 +804,7 @@ async fn write_off(
         ..Booking::default()
     };
     app.db
-        .write(Job::Booking(Box::new(booking)))
+        .write_under(trader.fence(), Job::Booking(Box::new(booking)))
         .await
         .map_err(|e| e.to_string())?;
     app.notifier.wake();

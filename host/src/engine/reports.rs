@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::accounting::{self, CompletedTrade, Position, float};
 use super::metrics::{self, ClosedTrade, EquityPoint, PerformanceMetrics};
 use super::totals;
-use super::{BotStatus, lock};
+use super::{BotStatus, read};
 use crate::App;
 use crate::api::query::{Page, Pagination};
 use crate::auth::sessions::Principal;
@@ -39,8 +39,7 @@ pub struct Balance {
 
 pub async fn balance(app: &App, user: &Principal) -> ApiResult<Balance> {
     let cell = app.engine.cell(&user.user_id);
-    let guard = lock(app, &cell).await?;
-    let trader = guard.as_ref().expect("loaded");
+    let trader = read(app, &cell).await?;
     let account = &trader.account;
     // Before a bot has run, the balance belongs to the connection a start would use.
     let broker = match trader.bot.broker.is_empty() {
@@ -151,8 +150,7 @@ pub async fn positions(
     symbol: Option<&str>,
 ) -> ApiResult<Positions> {
     let cell = app.engine.cell(&user.user_id);
-    let guard = lock(app, &cell).await?;
-    let trader = guard.as_ref().expect("loaded");
+    let trader = read(app, &cell).await?;
     let symbol = symbol.map(str::to_uppercase);
     let selected: Vec<&Position> = trader
         .positions
@@ -176,8 +174,7 @@ pub async fn positions(
 
 pub async fn position(app: &App, user: &Principal, position_id: &str) -> ApiResult<PositionView> {
     let cell = app.engine.cell(&user.user_id);
-    let guard = lock(app, &cell).await?;
-    let trader = guard.as_ref().expect("loaded");
+    let trader = read(app, &cell).await?;
     trader
         .position(position_id)
         .map(position_view)
@@ -286,8 +283,7 @@ pub async fn history(
     };
     let open: Vec<TradeRecord> = if want_open {
         let cell = app.engine.cell(&user.user_id);
-        let guard = lock(app, &cell).await?;
-        let trader = guard.as_ref().expect("loaded");
+        let trader = read(app, &cell).await?;
         let mut open: Vec<&Position> = trader
             .positions
             .iter()
@@ -451,8 +447,7 @@ pub async fn equity_series(
 ) -> ApiResult<(Vec<EquityPoint>, f64)> {
     let cell = app.engine.cell(user_id);
     let (current, initial) = {
-        let guard = lock(app, &cell).await?;
-        let trader = guard.as_ref().expect("loaded");
+        let trader = read(app, &cell).await?;
         (
             float(trader.equity()),
             float(trader.account.initial_capital),
@@ -565,8 +560,7 @@ pub async fn stats(app: &App, user: &Principal) -> ApiResult<Stats> {
             .collect();
     let now = now_ms();
     let cell = app.engine.cell(&user.user_id);
-    let guard = lock(app, &cell).await?;
-    let trader = guard.as_ref().expect("loaded");
+    let trader = read(app, &cell).await?;
     let totals = &trader.stats.trades;
     let current = float(trader.equity());
     let high = equity.iter().map(|p| p.equity).fold(initial, f64::max);

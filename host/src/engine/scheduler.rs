@@ -12,14 +12,14 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::scan::{self, CANDLE_HISTORY, Market, MarketKey, ScanFailure};
-use super::{BotStatus, Cell, IDLE, MAX_RETRIES, lock, publish_status};
+use super::{BotStatus, Cell, IDLE, MAX_RETRIES, lock_scanned, publish_status};
 use crate::App;
 use crate::plugins::PluginKind;
 use crate::plugins::bindings::types::BrokerError;
 use crate::store::bots::BotRow;
 use crate::store::now_ms;
 use crate::store::snapshots::Snapshot;
-use crate::store::writer::{Job, ScanProgress};
+use crate::store::writer::{Fence, Job, ScanProgress, WriteError};
 
 /// How often a bot's scan progress (sequence, strategy state) is written while nothing else changes.
 const PROGRESS_EVERY_MS: i64 = 10_000;
@@ -77,13 +77,13 @@ pub async fn tick(app: &App, due: Vec<Arc<Cell>>) {
         });
         cells.insert(handle.id(), cell);
     }
-    let mut snapshots: Vec<Snapshot> = Vec::new();
-    let mut bots: Vec<BotRow> = Vec::new();
+    let mut progress = ScanProgress::default();
     while let Some(result) = scans.join_next_with_id().await {
         match result {
-            Ok((_, (snapshot, bot))) => {
-                snapshots.extend(snapshot);
-                bots.extend(bot);
+            Ok((_, scanned)) => {
+                progress.snapshots.extend(scanned.snapshot);
+                progress.bots.extend(scanned.bot);
+                progress.fences.extend(scanned.fence);
             }
             Err(err) => {
                 tracing::error!(error = %err, "a scan task panicked");
@@ -93,24 +93,31 @@ pub async fn tick(app: &App, due: Vec<Arc<Cell>>) {
             }
         }
     }
-    if let Err(err) = write_batch(app, snapshots, bots).await {
+    if let Err(err) = write_batch(app, progress).await {
         tracing::error!(error = %err, "writing the tick's snapshots failed");
     }
 }
 
 /// Writes what the tick's scans leave behind through the books' writer: on SQLite a second
-/// writer would hold the write lock while bookings wait.
-async fn write_batch(app: &App, snapshots: Vec<Snapshot>, bots: Vec<BotRow>) -> sqlx::Result<()> {
-    if snapshots.is_empty() && bots.is_empty() {
+/// writer would hold the write lock while bookings wait. A user's rows are left out when their
+/// lease moved on during the tick.
+async fn write_batch(app: &App, progress: ScanProgress) -> Result<(), WriteError> {
+    if progress.snapshots.is_empty() && progress.bots.is_empty() {
         return Ok(());
     }
     app.db
-        .write(Job::ScanProgress(Box::new(ScanProgress {
-            snapshots,
-            bots,
-        })))
+        .write(Job::ScanProgress(Box::new(progress)))
         .await
         .map(drop)
+}
+
+/// What one scan leaves for the tick's write.
+#[derive(Default)]
+struct Scanned {
+    snapshot: Option<Snapshot>,
+    bot: Option<BotRow>,
+    /// The lease the scan ran under (several instances only).
+    fence: Option<Fence>,
 }
 
 /// Traders loaded at the same time when a tick finds them not in memory.
@@ -130,7 +137,7 @@ async fn load_missing(app: &App, due: &[Arc<Cell>]) {
         let (app, cell, permits) = (app.clone(), cell.clone(), permits.clone());
         loads.spawn(async move {
             let _permit = permits.acquire_owned().await.expect("semaphore open");
-            let _ = lock(&app, &cell).await;
+            let _ = lock_scanned(&app, &cell).await;
         });
     }
     while loads.join_next().await.is_some() {}
@@ -141,7 +148,7 @@ async fn fetch_market(app: &App, due: &[Arc<Cell>]) -> Market {
     load_missing(app, due).await;
     let mut keys: HashSet<MarketKey> = HashSet::new();
     for cell in due {
-        let Ok(guard) = lock(app, cell).await else {
+        let Ok(Some(guard)) = lock_scanned(app, cell).await else {
             continue;
         };
         let Some(trader) = guard.as_ref() else {
@@ -205,16 +212,30 @@ async fn fetch_market(app: &App, due: &[Arc<Cell>]) -> Market {
 
 /// Scans one bot and schedules its next scan: one interval on, or a doubling backoff after a
 /// failure, or `error` once the retries are used up.
-async fn scan_one(app: &App, cell: &Cell, market: &Market) -> (Option<Snapshot>, Option<BotRow>) {
+async fn scan_one(app: &App, cell: &Cell, market: &Market) -> Scanned {
     let interval_ms = app.config.scan_interval.as_millis() as i64;
-    let Ok(mut guard) = lock(app, cell).await else {
-        app.engine.schedule(cell, now_ms() + interval_ms);
-        return (None, None);
+    let mut guard = match lock_scanned(app, cell).await {
+        Ok(Some(guard)) => guard,
+        // Not this instance's (any more): its lease loop scans it when it holds it.
+        Ok(None) => {
+            cell.next_scan_at.store(IDLE, Ordering::Release);
+            return Scanned::default();
+        }
+        Err(_) => {
+            app.engine.schedule(cell, now_ms() + interval_ms);
+            return Scanned::default();
+        }
     };
     let trader = guard.as_mut().expect("loaded");
     if !trader.status().is_scanned() {
         cell.next_scan_at.store(IDLE, Ordering::Release);
-        return (None, None);
+        return Scanned::default();
+    }
+    // The lease's renewal is late: nothing is done for the bot until it is renewed (or lost).
+    if !trader.may_send() {
+        cell.next_scan_at
+            .store(now_ms() + interval_ms, Ordering::Release);
+        return Scanned::default();
     }
     let started = std::time::Instant::now();
     match scan::scan(app, trader, market).await {
@@ -235,7 +256,11 @@ async fn scan_one(app: &App, cell: &Cell, market: &Market) -> (Option<Snapshot>,
                 trader.last_persisted_at = now_ms();
                 trader.bot.clone()
             });
-            (outcome.snapshot, bot)
+            Scanned {
+                snapshot: outcome.snapshot,
+                bot,
+                fence: trader.fence().cloned(),
+            }
         }
         // A venue that asked to wait while the scan ran is waited for: the bot has not failed.
         Err(ScanFailure { reason, wait_ms })
@@ -257,7 +282,7 @@ async fn scan_one(app: &App, cell: &Cell, market: &Market) -> (Option<Snapshot>,
             tracing::debug!(user_id = %trader.user_id, %reason, wait_ms, "scan waits for the venue");
             cell.next_scan_at
                 .store(now_ms().saturating_add(wait_ms), Ordering::Release);
-            (None, None)
+            Scanned::default()
         }
         Err(ScanFailure { reason, .. }) => {
             record_failure(app, cell, trader, reason);
@@ -266,7 +291,7 @@ async fn scan_one(app: &App, cell: &Cell, market: &Market) -> (Option<Snapshot>,
             {
                 tracing::error!(user_id = %trader.user_id, error = %err, "saving the bot failed");
             }
-            (None, None)
+            Scanned::default()
         }
     }
 }
@@ -295,7 +320,7 @@ fn record_failure(app: &App, cell: &Cell, trader: &mut super::Trader, reason: St
 /// A scan that panicked: its bot is treated as after any failed scan.
 async fn failed(app: &App, cell: &Cell, reason: String) {
     // The panicking task released the lock as it unwound.
-    let Ok(mut guard) = lock(app, cell).await else {
+    let Ok(Some(mut guard)) = lock_scanned(app, cell).await else {
         return;
     };
     let Some(trader) = guard.as_mut() else { return };

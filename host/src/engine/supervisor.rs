@@ -19,6 +19,10 @@ pub async fn run(app: App) {
         match orders::users_with_due_work(&app.db.pool, now_ms()).await {
             Ok(users) => {
                 for user_id in users {
+                    // With several instances, each follows up the users it holds.
+                    if app.cluster.clustered() && !app.engine.holds(&user_id) {
+                        continue;
+                    }
                     if let Err(err) = work(&app, &user_id, first).await {
                         tracing::warn!(%user_id, error = %err, "order supervision failed; retried later");
                     }

@@ -99,9 +99,22 @@ pub struct Trader {
     pub last_venue_check_at: i64,
     pub last_snapshot_at: i64,
     pub last_persisted_at: i64,
+    /// The user's lease this trader was loaded under (several instances only).
+    pub held: Option<super::leases::Held>,
 }
 
 impl Trader {
+    /// What the trader's writes are fenced with: none for an instance alone.
+    pub fn fence(&self) -> Option<&crate::store::writer::Fence> {
+        self.held.as_ref().map(|held| &held.fence)
+    }
+
+    /// Whether the trader may still send orders: always for an instance alone; with several,
+    /// while this instance holds the lease it was loaded under.
+    pub fn may_send(&self) -> bool {
+        self.held.as_ref().is_none_or(|held| held.holds())
+    }
+
     pub async fn load(app: &App, user_id: &str) -> ApiResult<Trader> {
         let db = &app.db.pool;
         let now = now_ms();
@@ -196,6 +209,7 @@ impl Trader {
             last_venue_check_at: 0,
             last_snapshot_at: 0,
             last_persisted_at: 0,
+            held: None,
         }
     }
 

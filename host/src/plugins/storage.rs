@@ -88,9 +88,9 @@ impl DbStorage {
         }
     }
 
-    fn block_on<T>(
+    fn block_on<T, E: std::fmt::Display>(
         &self,
-        work: impl std::future::Future<Output = sqlx::Result<T>>,
+        work: impl std::future::Future<Output = Result<T, E>>,
     ) -> Result<T, String> {
         // Plugin calls run on the runtime's blocking threads (`plugins::off_thread`), where
         // blocking on a future is allowed.

@@ -49,6 +49,7 @@ pub mod alarms;
 pub mod audit;
 pub mod backtests;
 pub mod billing;
+pub mod bot_leases;
 pub mod bots;
 pub mod brokers;
 pub mod candles;
@@ -357,6 +358,8 @@ pub struct Db {
     /// Writes the books on `grouped`, batched (`writer`).
     pub writer: writer::Writer,
     pub backend: Backend,
+    /// The users' leases this instance holds, for writes made outside a trader (`bot_leases`).
+    pub leases: Arc<bot_leases::Holdings>,
 }
 
 impl Db {
@@ -378,6 +381,7 @@ impl Db {
                 pool,
                 sync,
                 backend,
+                leases: Arc::default(),
             }
         };
         if backend == Backend::Postgres {
@@ -468,6 +472,7 @@ impl Db {
             grouped: Pool::Sqlite(SqliteConnections::new(grouped, 0)),
             sync,
             backend,
+            leases: Arc::default(),
         })
     }
 
@@ -490,8 +495,23 @@ impl Db {
     }
 
     /// Writes a job of the books through the writer; returns once it is durable (`writer`).
-    pub async fn write(&self, job: writer::Job) -> sqlx::Result<bool> {
-        self.writer.write(job).await
+    pub async fn write(&self, job: writer::Job) -> writer::Answer {
+        self.writer.write(job, None).await
+    }
+
+    /// Jobs of the books refused because their user's lease had moved on.
+    pub fn writes_refused(&self) -> u64 {
+        self.writer.refused()
+    }
+
+    /// Writes a job of a user's books made under `fence`, their lease (none: this instance
+    /// alone); refused once the lease has moved on (`writer`).
+    pub async fn write_under(
+        &self,
+        fence: Option<&writer::Fence>,
+        job: writer::Job,
+    ) -> writer::Answer {
+        self.writer.write(job, fence.cloned()).await
     }
 
     pub async fn ping(&self) -> Result<()> {

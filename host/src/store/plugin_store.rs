@@ -31,7 +31,7 @@ pub async fn write(
     plugin: &str,
     scope: &str,
     changes: &[(String, Option<String>)],
-) -> sqlx::Result<()> {
+) -> Result<(), super::writer::WriteError> {
     if changes.is_empty() {
         return Ok(());
     }
@@ -44,7 +44,11 @@ pub async fn write(
             value: value.clone(),
         })
         .collect();
-    db.write(Job::PluginStore(changes)).await.map(drop)
+    // Under the user's lease where this instance holds (or lately lost) it.
+    let fence = db.leases.fence(scope, super::now_ms());
+    db.write_under(fence.as_ref(), Job::PluginStore(changes))
+        .await
+        .map(drop)
 }
 
 /// A change of one key of one plugin's store for one user: a value, or `None` to remove it.

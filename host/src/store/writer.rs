@@ -12,12 +12,19 @@
 //! venue) goes out before. When a batch fails, each of its jobs is written again on its own, so
 //! the job at fault gets the error and the others are written.
 //!
+//! With several instances, a job may carry the [`Fence`] of the user's lease it was made under:
+//! the batch reads the leases' tokens in its transaction first (on PostgreSQL `FOR SHARE`, so a
+//! takeover waits for the commit) and answers [`WriteError::LeaseLost`] to a job whose token is
+//! no longer the lease's, writing nothing of it. An instance that lost a user's lease (paused,
+//! cut off, slow) books nothing for them after the takeover.
+//!
 //! Jobs of one user never meet in a batch: a user's trader waits for each answer before its next
 //! job. Rows of one table are still made distinct (the last state of a position counts), since
 //! an upsert may not touch a row twice in one statement on PostgreSQL.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use sqlx::pool::PoolConnection;
 use sqlx::{Connection, Postgres, Sqlite};
@@ -39,6 +46,8 @@ use crate::engine::accounting::{CompletedTrade, LedgerEntry, Position};
 const MAX_BATCH: usize = 256;
 /// Batches written at once on PostgreSQL.
 const POSTGRES_WRITERS: usize = 4;
+/// How long a batch's transaction may wait between its statements on PostgreSQL.
+const STALLED_BATCH: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What the writer is asked to write.
 #[derive(Debug)]
@@ -75,7 +84,30 @@ pub struct RaisedAlarm {
 pub struct ScanProgress {
     pub snapshots: Vec<Snapshot>,
     pub bots: Vec<BotRow>,
+    /// The leases the rows were made under: a user's rows are left out when their lease has
+    /// moved on. Users without one are written.
+    pub fences: Vec<Fence>,
 }
+
+/// The lease on a user's trading state a write was made under (`engine::leases`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    pub user_id: String,
+    pub token: i64,
+}
+
+/// Why a job was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    /// The job's fence is not the user's lease any more: another instance took the user over.
+    #[error("this instance no longer holds the lease on the user's trading")]
+    LeaseLost,
+}
+
+/// A job's answer: for a `NewOrder`, whether it was written.
+pub type Answer = Result<bool, WriteError>;
 
 /// An order to write before it is sent.
 #[derive(Debug)]
@@ -131,13 +163,16 @@ pub struct BaselineShift {
 
 struct Request {
     job: Job,
-    answer: oneshot::Sender<sqlx::Result<bool>>,
+    fence: Option<Fence>,
+    answer: oneshot::Sender<Answer>,
 }
 
 /// The handle callers submit jobs through.
 #[derive(Clone)]
 pub struct Writer {
     queue: mpsc::UnboundedSender<Request>,
+    /// Jobs refused because their lease had moved on.
+    refused: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -160,17 +195,30 @@ impl Writer {
             super::Backend::Postgres => POSTGRES_WRITERS,
         };
         let requests = Arc::new(Mutex::new(requests));
+        let refused = Arc::new(AtomicU64::new(0));
         for _ in 0..writers {
-            tokio::spawn(run(pool.clone(), sync.clone(), requests.clone(), batch));
+            tokio::spawn(run(
+                pool.clone(),
+                sync.clone(),
+                requests.clone(),
+                batch,
+                refused.clone(),
+            ));
         }
-        Writer { queue }
+        Writer { queue, refused }
     }
 
-    /// Writes `job` and waits until it is durable.
-    pub async fn write(&self, job: Job) -> sqlx::Result<bool> {
+    /// How many jobs were refused because their lease had moved on.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Writes `job` (only while `fence` is its user's lease, when there is one) and waits until
+    /// it is durable.
+    pub async fn write(&self, job: Job, fence: Option<Fence>) -> Answer {
         let (answer, answered) = oneshot::channel();
         self.queue
-            .send(Request { job, answer })
+            .send(Request { job, fence, answer })
             .map_err(|_| sqlx::Error::PoolClosed)?;
         answered.await.map_err(|_| sqlx::Error::PoolClosed)?
     }
@@ -181,6 +229,7 @@ async fn run(
     sync: Arc<GroupSync>,
     requests: Arc<Mutex<mpsc::UnboundedReceiver<Request>>>,
     batch: usize,
+    refused: Arc<AtomicU64>,
 ) {
     let mut queued = Vec::with_capacity(batch);
     // The writer keeps its connection: taking one from the pool for each batch would wait for
@@ -188,24 +237,49 @@ async fn run(
     let mut held: Option<Held> = None;
     // The writer that holds the queue takes what is waiting; the others wait their turn.
     while requests.lock().await.recv_many(&mut queued, batch).await > 0 {
-        let (jobs, answers): (Vec<Job>, Vec<_>) =
-            queued.drain(..).map(|r| (r.job, r.answer)).unzip();
-        let results = match write_batch(&pool, &mut held, &jobs).await {
-            Ok(results) => results.into_iter().map(Ok).collect(),
-            Err(err) if jobs.len() == 1 => vec![Err(err)],
+        let mut jobs = Vec::with_capacity(queued.len());
+        let mut fences = Vec::with_capacity(queued.len());
+        let mut answers = Vec::with_capacity(queued.len());
+        for request in queued.drain(..) {
+            jobs.push(request.job);
+            fences.push(request.fence);
+            answers.push(request.answer);
+        }
+        let results: Vec<Answer> = match write_batch(&pool, &mut held, &jobs, &fences).await {
+            Ok(results) => results,
+            Err(err) if jobs.len() == 1 => vec![Err(err.into())],
             Err(err) => {
                 tracing::warn!(error = %err, jobs = jobs.len(), "a batch of the books failed; writing its jobs one by one");
                 let mut results = Vec::with_capacity(jobs.len());
-                for job in &jobs {
+                for (job, fence) in jobs.iter().zip(&fences) {
                     results.push(
-                        write_batch(&pool, &mut held, std::slice::from_ref(job))
-                            .await
-                            .map(|mut one| one.remove(0)),
+                        match write_batch(
+                            &pool,
+                            &mut held,
+                            std::slice::from_ref(job),
+                            std::slice::from_ref(fence),
+                        )
+                        .await
+                        {
+                            Ok(mut one) => one.remove(0),
+                            Err(err) => Err(err.into()),
+                        },
                     );
                 }
                 results
             }
         };
+        let lost = results
+            .iter()
+            .filter(|result| matches!(result, Err(WriteError::LeaseLost)))
+            .count();
+        if lost > 0 {
+            refused.fetch_add(lost as u64, Ordering::Relaxed);
+            tracing::warn!(
+                jobs = lost,
+                "writes refused: their user's lease moved to another instance"
+            );
+        }
         // Durable before anyone hears of it. The flush is waited for beside the next batch, which
         // holds none of these jobs' users (each waits for this answer first): flushes queue in
         // commit order, and one that starts after several commits covers them all.
@@ -235,7 +309,19 @@ impl Held {
     async fn take(pool: &Pool) -> sqlx::Result<Self> {
         Ok(match pool {
             Pool::Sqlite(pool) => Held::Sqlite(pool.acquire().await?),
-            Pool::Postgres(pool) => Held::Postgres(pool.acquire().await?),
+            Pool::Postgres(pool) => {
+                let mut conn = pool.acquire().await?;
+                // A batch runs its statements back to back: one idle that long is a process that
+                // stalls (stopped, swapped out, cut off). The server ends its session, so the
+                // leases the batch locks are not held for the stall, and the batch fails.
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SET idle_in_transaction_session_timeout = {}",
+                    STALLED_BATCH.as_millis()
+                )))
+                .execute(&mut *conn)
+                .await?;
+                Held::Postgres(conn)
+            }
         })
     }
 
@@ -254,20 +340,26 @@ async fn write_batch(
     pool: &Pool,
     held: &mut Option<Held>,
     jobs: &[Job],
-) -> sqlx::Result<Vec<bool>> {
+    fences: &[Option<Fence>],
+) -> sqlx::Result<Vec<Answer>> {
     if held.is_none() {
         *held = Some(Held::take(pool).await?);
     }
-    let result = write_jobs(held.as_mut().expect("taken above"), jobs).await;
+    let result = write_jobs(held.as_mut().expect("taken above"), jobs, fences).await;
     if result.is_err() {
         *held = None;
     }
     result
 }
 
-async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
+async fn write_jobs(
+    held: &mut Held,
+    jobs: &[Job],
+    fences: &[Option<Fence>],
+) -> sqlx::Result<Vec<Answer>> {
     let now = now_ms();
     let mut tx = held.begin().await?;
+    let leases = Leases::read(&mut tx, jobs, fences).await?;
     // Built first and run as one: on SQLite one script, a single hand-off to the connection.
     let mut statements = Statements::new(tx.backend());
 
@@ -278,8 +370,9 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
         store_changes,
         bots,
         alarms,
-        progress,
-    } = Sorted::new(jobs);
+        snapshots: equity,
+        scanned,
+    } = Sorted::new(jobs, fences, &leases);
     let order_rows: Vec<&OrderRow> = new_orders.iter().map(|new| &new.order).collect();
     for chunk in order_rows.chunks(MAX_ROWS) {
         orders::insert(&mut statements, chunk);
@@ -398,35 +491,73 @@ async fn write_jobs(held: &mut Held, jobs: &[Job]) -> sqlx::Result<Vec<bool>> {
     for chunk in bots.chunks(MAX_ROWS) {
         bots::push_upserts(&mut statements, chunk, now);
     }
-    push_progress(&mut statements, &progress, now);
+    // Ticks' scan progress: equity snapshots, and each bot's last progress (ticks follow one
+    // another, so two of a bot in one batch are rare).
+    for chunk in equity.chunks(MAX_ROWS) {
+        snapshots::push_insert(&mut statements, chunk);
+    }
+    let scanned = last_of_each(scanned.into_iter(), |bot| bot.user_id.as_str());
+    for chunk in scanned.chunks(MAX_ROWS) {
+        bots::push_scans(&mut statements, chunk, now);
+    }
     // The only rows returned: the client ids of the orders written.
     let written: HashSet<String> = statements.run(&mut tx).await?.into_iter().collect();
     tx.commit().await?;
     let mut answered: HashSet<&str> = HashSet::new();
     Ok(jobs
         .iter()
-        .map(|job| match job {
-            Job::NewOrder(new) => {
-                let id = new.order.client_order_id.as_str();
-                written.contains(id) && answered.insert(id)
+        .zip(fences)
+        .map(|(job, fence)| {
+            if !leases.holds(fence.as_ref()) {
+                return Err(WriteError::LeaseLost);
             }
-            _ => true,
+            Ok(match job {
+                Job::NewOrder(new) => {
+                    let id = new.order.client_order_id.as_str();
+                    written.contains(id) && answered.insert(id)
+                }
+                _ => true,
+            })
         })
         .collect())
 }
 
-/// The statements of ticks' scan progress: equity snapshots, and each bot's last progress
-/// (ticks follow one another, so two of a bot in one batch are rare).
-fn push_progress(statements: &mut Statements, progress: &[&ScanProgress], now: i64) {
-    let equity: Vec<&Snapshot> = progress.iter().flat_map(|p| &p.snapshots).collect();
-    for chunk in equity.chunks(MAX_ROWS) {
-        snapshots::push_insert(statements, chunk);
+/// The current tokens of the leases a batch's fences name, read in its transaction.
+#[derive(Default)]
+struct Leases(HashMap<String, i64>);
+
+impl Leases {
+    async fn read(
+        tx: &mut super::Conn<'_>,
+        jobs: &[Job],
+        fences: &[Option<Fence>],
+    ) -> sqlx::Result<Self> {
+        let mut users: Vec<&str> = fences
+            .iter()
+            .flatten()
+            .map(|f| f.user_id.as_str())
+            .collect();
+        for job in jobs {
+            if let Job::ScanProgress(progress) = job {
+                users.extend(progress.fences.iter().map(|f| f.user_id.as_str()));
+            }
+        }
+        if users.is_empty() {
+            return Ok(Leases::default());
+        }
+        users.sort_unstable();
+        users.dedup();
+        Ok(Leases(
+            super::bot_leases::tokens(tx, &users)
+                .await?
+                .into_iter()
+                .collect(),
+        ))
     }
-    let scanned = last_of_each(progress.iter().flat_map(|p| &p.bots), |bot| {
-        bot.user_id.as_str()
-    });
-    for chunk in scanned.chunks(MAX_ROWS) {
-        bots::push_scans(statements, chunk, now);
+
+    /// Whether a write under `fence` may go ahead.
+    fn holds(&self, fence: Option<&Fence>) -> bool {
+        fence.is_none_or(|fence| self.0.get(&fence.user_id) == Some(&fence.token))
     }
 }
 
@@ -442,14 +573,20 @@ struct Sorted<'a> {
     store_changes: Vec<&'a Change>,
     bots: Vec<&'a BotRow>,
     alarms: Vec<&'a RaisedAlarm>,
-    progress: Vec<&'a ScanProgress>,
+    /// Ticks' equity snapshots and bots' scan progress, of users whose lease holds.
+    snapshots: Vec<&'a Snapshot>,
+    scanned: Vec<&'a BotRow>,
 }
 
 impl<'a> Sorted<'a> {
-    fn new(jobs: &'a [Job]) -> Self {
+    /// The jobs whose fences hold.
+    fn new(jobs: &'a [Job], fences: &[Option<Fence>], leases: &Leases) -> Self {
         let mut sorted = Sorted::default();
         let mut claimed: HashSet<&str> = HashSet::new();
-        for job in jobs {
+        for (job, fence) in jobs.iter().zip(fences) {
+            if !leases.holds(fence.as_ref()) {
+                continue;
+            }
             match job {
                 Job::NewOrder(new) => {
                     if claimed.insert(&new.order.client_order_id) {
@@ -464,7 +601,24 @@ impl<'a> Sorted<'a> {
                 Job::PluginStore(changes) => sorted.store_changes.extend(changes),
                 Job::Bot(bot) => sorted.bots.push(bot),
                 Job::Alarm(alarm) => sorted.alarms.push(alarm),
-                Job::ScanProgress(progress) => sorted.progress.push(progress),
+                Job::ScanProgress(progress) => {
+                    let lost: HashSet<&str> = progress
+                        .fences
+                        .iter()
+                        .filter(|fence| !leases.holds(Some(fence)))
+                        .map(|fence| fence.user_id.as_str())
+                        .collect();
+                    let kept = |user_id: &str| !lost.contains(user_id);
+                    sorted.snapshots.extend(
+                        progress
+                            .snapshots
+                            .iter()
+                            .filter(|snapshot| kept(&snapshot.user_id)),
+                    );
+                    sorted
+                        .scanned
+                        .extend(progress.bots.iter().filter(|bot| kept(&bot.user_id)));
+                }
             }
         }
         sorted
@@ -693,6 +847,7 @@ mod tests {
         let progress = ScanProgress {
             snapshots: vec![snapshot("u1"), snapshot("u2"), snapshot("u1")],
             bots: vec![bot_row("u1", 1), bot_row("u2", 3), bot_row("u1", 2)],
+            fences: Vec::new(),
         };
         db.write(Job::ScanProgress(Box::new(progress)))
             .await
@@ -716,6 +871,76 @@ mod tests {
         };
         assert_eq!(bots, [row("u1", 2), row("u2", 3)]);
         assert_eq!(count(&db, "SELECT COUNT(*) FROM equity_snapshots").await, 2);
+    }
+
+    #[tokio::test]
+    async fn a_job_under_a_lease_that_moved_on_writes_nothing_and_the_rest_of_its_batch_is_written()
+    {
+        let (db, _dir) = sqlite().await;
+        for user_id in ["u1", "u2"] {
+            user(&db.pool, user_id).await;
+            bots::upsert_bot(&db.pool, &bot_row(user_id, 0), 1)
+                .await
+                .unwrap();
+        }
+        let now = now_ms();
+        let lease = |token| Fence {
+            user_id: "u1".into(),
+            token,
+        };
+        let old = super::super::bot_leases::claim(&db, "u1", "one", now, now + 60_000)
+            .await
+            .unwrap()
+            .unwrap();
+        super::super::bot_leases::release(&db, "u1", "one")
+            .await
+            .unwrap();
+        let new = super::super::bot_leases::claim(&db, "u1", "two", now, now + 60_000)
+            .await
+            .unwrap()
+            .unwrap();
+        let stopped = BotRow {
+            status: "stopped".into(),
+            ..bot_row("u1", 1)
+        };
+        let snapshot = |user_id: &str| Snapshot {
+            user_id: user_id.into(),
+            at: 5,
+            equity: Decimal::TEN,
+            cash: Decimal::TEN,
+            unrealized_pnl: Decimal::ZERO,
+        };
+        let stale_progress = ScanProgress {
+            snapshots: vec![snapshot("u1"), snapshot("u2")],
+            bots: vec![bot_row("u1", 7), bot_row("u2", 7)],
+            fences: vec![lease(old)],
+        };
+        let (old, new) = (lease(old), lease(new));
+        let (refused, progress, written) = tokio::join!(
+            db.write_under(Some(&old), Job::Bot(Box::new(stopped))),
+            db.write(Job::ScanProgress(Box::new(stale_progress))),
+            db.write_under(Some(&new), Job::Bot(Box::new(bot_row("u1", 3)))),
+        );
+        assert!(matches!(refused, Err(WriteError::LeaseLost)), "{refused:?}");
+        progress.unwrap();
+        written.unwrap();
+        let bots: Vec<(String, String, i64)> =
+            sqlx::query_as("SELECT user_id, status, scan_seq FROM bots ORDER BY user_id")
+                .fetch_all(crate::store::testing::sqlite_pool(&db))
+                .await
+                .unwrap();
+        assert_eq!(
+            bots,
+            [
+                ("u1".to_string(), "running".to_string(), 3),
+                ("u2".to_string(), "running".to_string(), 7)
+            ]
+        );
+        let snapshots: Vec<String> = sqlx::query_scalar("SELECT user_id FROM equity_snapshots")
+            .fetch_all(crate::store::testing::sqlite_pool(&db))
+            .await
+            .unwrap();
+        assert_eq!(snapshots, ["u2"]);
     }
 
     #[tokio::test]
@@ -810,7 +1035,7 @@ mod tests {
         };
         let place = |id: &'static str, client_id: &'static str| {
             let writer = writer.clone();
-            tokio::spawn(async move { writer.write(new_order(order(id, client_id))).await })
+            tokio::spawn(async move { writer.write(new_order(order(id, client_id)), None).await })
         };
 
         let first = place("o1", "c1");
