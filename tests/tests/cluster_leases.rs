@@ -132,6 +132,17 @@ async fn bots_are_shared_by_three_instances_and_none_is_traded_by_two_when_one_d
         held.iter().sum::<f64>() == count as f64 && held.iter().all(|h| *h >= share - 1.0)
     })
     .await;
+    // Each instance reports itself, its share and its peers.
+    let health = two.get("/health", None).await;
+    health.expect(200);
+    let instance = &health.json["instance"];
+    assert_eq!(instance["id"], "two", "{instance}");
+    assert_eq!(instance["clustered"], true, "{instance}");
+    assert!(
+        instance["bot_leases"].as_u64().unwrap() + 1 >= share as u64,
+        "{instance}"
+    );
+    assert_eq!(instance["peers"], json!(["one", "three"]), "{instance}");
     one.wait_count("SELECT COUNT(*) FROM fills", count as i64, 60)
         .await;
 

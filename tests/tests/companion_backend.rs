@@ -116,6 +116,12 @@ async fn health_answers_without_a_token() {
         health.text
     );
     assert_utc(&health.json["timestamp"]);
+    // One instance alone: no peers and no leases.
+    let instance = &health.json["instance"];
+    assert_eq!(instance["clustered"], false, "{instance}");
+    assert_eq!(instance["bot_leases"], 0, "{instance}");
+    assert_eq!(instance["peers"], serde_json::json!([]), "{instance}");
+    assert!(instance["id"].as_str().is_some_and(|id| !id.is_empty()));
 }
 
 #[tokio::test]

@@ -25,13 +25,17 @@ pub struct HealthStatus {
     /// `ok` or `unreachable`.
     #[schema(pattern = "^(ok|unreachable)$")]
     database: &'static str,
+    /// This instance among the others of its deployment (absent when the database does not
+    /// answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instance: Option<crate::cluster::Standing>,
 }
 
 #[utoipa::path(
     tag = "health",
     operation_id = "health",
     summary = "Health check",
-    description = "Whether the server and its database answer (companion sets A and B). No token needed.",
+    description = "Whether the server and its database answer (companion sets A and B), and this instance's id, the bots it owns and the other instances it sees. No token needed.",
     responses(
         (status = 200, description = "Healthy.", body = HealthStatus),
         (status = 503, description = "The database does not answer.", body = HealthStatus)
@@ -40,6 +44,10 @@ pub struct HealthStatus {
 #[get("/health")]
 async fn health(app: &State<App>) -> (Status, Json<HealthStatus>) {
     let database = app.db.ping().await.is_ok();
+    let instance = match database {
+        true => crate::cluster::standing(app).await.ok(),
+        false => None,
+    };
     let status = if database {
         Status::Ok
     } else {
@@ -53,6 +61,7 @@ async fn health(app: &State<App>) -> (Status, Json<HealthStatus>) {
             service: "tradehost",
             version: crate::VERSION,
             database: if database { "ok" } else { "unreachable" },
+            instance,
         }),
     )
 }
