@@ -317,6 +317,13 @@ impl AppConfig {
         if !(scan.is_finite() && scan >= 0.01) {
             bail!("TRADEHOST_SCAN_INTERVAL must be at least 0.01 seconds, got {scan}");
         }
+        // With REDIS_URL the instance shares its bots with others: one it cannot use is an error
+        // at start, never a silent fall back to trading every bot alone.
+        if let Some(url) = env("REDIS_URL")
+            && let Err(err) = redis::Client::open(url.as_str())
+        {
+            bail!("REDIS_URL is not a Redis URL: {err}");
+        }
         let lease_ttl = parse_env(env, "TRADEHOST_BOT_LEASE_TTL")?.unwrap_or(10.0_f64);
         if !(lease_ttl.is_finite() && (0.2..=3600.0).contains(&lease_ttl)) {
             bail!("TRADEHOST_BOT_LEASE_TTL must be between 0.2 and 3600 seconds, got {lease_ttl}");

@@ -190,6 +190,7 @@ fn to_csv(keys: &[&str], rows: &[Value]) -> String {
     csv_cells::write(keys, rows, csv_cells::Terminator::Any(b'\n'))
 }
 
+/// Where exports were written before their bytes were kept in the database.
 fn export_dir(app: &App) -> PathBuf {
     app.config.data_dir.join("exports")
 }
@@ -229,13 +230,6 @@ pub async fn create(
     };
     let id = new_id();
     let file_name = format!("{id}.{}", request.format);
-    let dir = export_dir(app);
-    tokio::fs::create_dir_all(&dir)
-        .await
-        .map_err(|err| ApiError::internal(format!("export dir: {err}")))?;
-    tokio::fs::write(dir.join(&file_name), &body)
-        .await
-        .map_err(|err| ApiError::internal(format!("writing export {id}: {err}")))?;
     let mut secret = [0u8; 32];
     rand::rng().fill_bytes(&mut secret);
     let token = hex::encode(secret);
@@ -254,6 +248,7 @@ pub async fn create(
             created_at: now,
             expires_at,
         },
+        body.as_bytes(),
     )
     .await?;
     Ok(Exported {
@@ -290,15 +285,21 @@ pub async fn download(
             "The download link has expired; export again",
         ));
     }
-    let bytes = tokio::fs::read(export_dir(app).join(&row.file_name))
-        .await
-        .map_err(|err| {
-            ApiError::internal(format!("export {export_id} of {}: {err}", row.user_id))
-        })?;
+    // Kept in the database (any instance serves it); an earlier release wrote it to the data
+    // directory.
+    let bytes = match exports::body(&app.db.pool, export_id).await? {
+        Some(bytes) => bytes,
+        None => tokio::fs::read(export_dir(app).join(&row.file_name))
+            .await
+            .map_err(|err| {
+                ApiError::internal(format!("export {export_id} of {}: {err}", row.user_id))
+            })?,
+    };
     Ok((row.format, bytes))
 }
 
-/// Deletes exports whose links have expired (called by the background sweeper).
+/// Deletes exports whose links have expired (called by the background sweeper), with the file of
+/// one an earlier release wrote.
 pub async fn sweep(app: &App) -> anyhow::Result<()> {
     for export in exports::expired(&app.db.pool, now_ms()).await? {
         let _ = tokio::fs::remove_file(export_dir(app).join(&export.file_name)).await;

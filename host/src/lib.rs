@@ -191,7 +191,7 @@ impl App {
     }
 
     /// Joins the other instances on `REDIS_URL` and acts on what they say.
-    fn join_cluster(&self) {
+    pub fn join_cluster(&self) {
         let Some(url) = &self.config.redis_url else {
             return;
         };

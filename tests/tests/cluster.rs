@@ -266,3 +266,34 @@ async fn a_background_job_runs_on_one_instance_and_moves_when_it_dies() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// An export made through instance one downloads through instance two: its bytes are kept in the
+/// database, not on the exporting instance's disk.
+#[tokio::test]
+async fn an_export_made_on_one_instance_downloads_from_the_other() {
+    let redis = OwnRedis::start().unwrap();
+    let (one, two) = two_instances(&redis).await;
+    let (_, token) = one.user(&email("export")).await;
+    let export = one
+        .post(
+            "/api/v1/analytics/export",
+            Some(&token),
+            json!({"format": "csv", "data_type": "trades"}),
+        )
+        .await;
+    export.expect(200);
+    let url = export.data()["download_url"].as_str().unwrap().to_string();
+    let exports = one.data_dir().join("exports");
+    assert!(
+        !exports.exists() || std::fs::read_dir(&exports).unwrap().next().is_none(),
+        "nothing is written to one instance's disk"
+    );
+    let download = reqwest::get(two.url(&url)).await.unwrap();
+    assert_eq!(download.status(), 200);
+    let text = download.text().await.unwrap();
+    assert_eq!(
+        text.len() as u64,
+        export.data()["file_size_bytes"].as_u64().unwrap()
+    );
+    assert!(text.starts_with("trade_id,"), "{text}");
+}

@@ -194,18 +194,16 @@ fn unload(app: &App, cell: &Cell, trader: &mut Option<super::Trader>) {
 /// Another instance asks for the user: the lease is given up once whatever runs for them here
 /// has finished.
 pub async fn hand_over(app: &App, user_id: &str) {
-    if let Some(cell) = app.engine.cells.get(user_id).map(|cell| cell.clone()) {
-        let _changing = cell.lease.changing.lock().await;
-        let mut trader = cell.trader.lock().await;
-        unload(app, &cell, &mut trader);
-        cell.lease.handed_over_at.store(now_ms(), Ordering::Release);
-        if let Err(err) = bot_leases::release(&app.db, user_id, app.cluster.instance()).await {
-            tracing::warn!(%user_id, error = %err, "cannot hand a user over");
+    match app.engine.cells.get(user_id).map(|cell| cell.clone()) {
+        Some(cell) => {
+            cell.lease.handed_over_at.store(now_ms(), Ordering::Release);
+            let_go(app, &cell).await;
         }
-        return;
-    }
-    if let Err(err) = bot_leases::release(&app.db, user_id, app.cluster.instance()).await {
-        tracing::warn!(%user_id, error = %err, "cannot hand a user over");
+        None => {
+            if let Err(err) = bot_leases::release(&app.db, user_id, app.cluster.instance()).await {
+                tracing::warn!(%user_id, error = %err, "cannot hand a user over");
+            }
+        }
     }
 }
 

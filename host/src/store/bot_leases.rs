@@ -90,9 +90,9 @@ pub async fn leave(db: &Db, instance: &str) -> sqlx::Result<()> {
 
 /// Claims the user's lease for `instance` until `until`: granted when nobody holds it, when its
 /// holder let it run out before `now`, or when `instance` holds it already (after a restart under
-/// the same name). Every claim takes a new fencing token, which it answers. A lease row locked by
-/// a holder's books transaction is not waited for long (that holder may be stalled with it open):
-/// the claim is simply not granted this time.
+/// the same name). Every claim takes a new fencing token, which it answers. On PostgreSQL it
+/// first waits for the books' batches under way for the user ([`tokens`]), but not long (their
+/// instance may be stalled with one open): the claim is simply not granted this time.
 pub async fn claim(
     db: &Db,
     user_id: &str,
@@ -106,6 +106,23 @@ pub async fn claim(
             .execute(c)
             .await
             .map(drop))?;
+        // Waits for the books' batches under way for the user ([`tokens`]).
+        let locked = on!(&mut tx, |c| sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT pg_advisory_xact_lock({LEASE_LOCKS}, hashtext($1))"
+        )))
+        .bind(user_id)
+        .execute(c)
+        .await
+        .map(drop));
+        match locked {
+            Ok(()) => {}
+            Err(sqlx::Error::Database(err))
+                if err.code().as_deref() == Some(LOCK_NOT_AVAILABLE) =>
+            {
+                return Ok(None);
+            }
+            Err(err) => return Err(err),
+        }
     }
     let claimed = on!(&mut tx, |c| sqlx::query_scalar(
         "INSERT INTO bot_leases (user_id, instance, token, expires_at) VALUES ($1, $2, 1, $3) \
@@ -245,20 +262,37 @@ pub async fn unowned(db: &Db, now: i64) -> sqlx::Result<(i64, Vec<Unowned>)> {
     Ok((scanned, free))
 }
 
-/// The leases' current tokens of `user_ids`, read inside the books' transaction (on PostgreSQL
-/// locked against a takeover until it commits; SQLite's writer holds the only write lock).
+/// The namespace of the advisory locks that order takeovers against the books' batches on
+/// PostgreSQL (the second key is the user id's hash; two users sharing one only wait for each
+/// other).
+const LEASE_LOCKS: i32 = 0x7468_6c73;
+
+/// The leases' current tokens of `user_ids`, read inside the books' transaction. On PostgreSQL
+/// the transaction first takes a shared advisory lock per user, which a takeover takes
+/// exclusively ([`claim`]): a takeover waits for the batches under way, and a batch after it
+/// reads its new token (locks in memory, where `FOR SHARE` would write every lease row it reads).
+/// SQLite's writer holds the only write lock.
 pub async fn tokens(tx: &mut Conn<'_>, user_ids: &[&str]) -> sqlx::Result<Vec<(String, i64)>> {
-    let locking = match tx.backend() {
-        Backend::Postgres => " FOR SHARE",
-        Backend::Sqlite => "",
-    };
+    let postgres = tx.backend() == Backend::Postgres;
     let mut out = Vec::with_capacity(user_ids.len());
     for chunk in user_ids.chunks(super::MAX_ROWS) {
         let list: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
-        let sql = format!(
-            "SELECT user_id, token FROM bot_leases WHERE user_id IN ({}){locking}",
-            list.join(", ")
-        );
+        let list = list.join(", ");
+        if postgres {
+            let sql = format!(
+                "SELECT pg_advisory_xact_lock_shared({LEASE_LOCKS}, hashtext(id)) \
+                 FROM (VALUES ({})) AS users(id)",
+                list.replace(", ", "), (")
+            );
+            on!(&mut *tx, |c, DB| {
+                let mut query = sqlx::query::<DB>(sqlx::AssertSqlSafe(sql.as_str()));
+                for user_id in chunk {
+                    query = query.bind(*user_id);
+                }
+                query.execute(c).await.map(drop)
+            })?;
+        }
+        let sql = format!("SELECT user_id, token FROM bot_leases WHERE user_id IN ({list})");
         out.extend(on!(&mut *tx, |c, DB| {
             let mut query = sqlx::query_as::<DB, (String, i64)>(sqlx::AssertSqlSafe(sql.as_str()));
             for user_id in chunk {

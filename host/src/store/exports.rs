@@ -4,7 +4,7 @@ use sqlx::FromRow;
 
 use super::Executes;
 
-/// An export as written: whose it is, where its bytes are, and until when its link works.
+/// An export as written: whose it is, its name, and until when its link works.
 #[derive(Debug, Clone, FromRow)]
 pub struct ExportRow {
     pub id: String,
@@ -25,11 +25,12 @@ macro_rules! columns {
     };
 }
 
-pub async fn insert<'e>(exec: impl Executes<'e>, row: &ExportRow) -> sqlx::Result<()> {
+/// Writes an export with its bytes.
+pub async fn insert<'e>(exec: impl Executes<'e>, row: &ExportRow, body: &[u8]) -> sqlx::Result<()> {
     on!(exec, |c| sqlx::query(concat!(
         "INSERT INTO exports (",
         columns!(),
-        ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+        ", body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
     ))
     .bind(&row.id)
     .bind(&row.user_id)
@@ -40,6 +41,7 @@ pub async fn insert<'e>(exec: impl Executes<'e>, row: &ExportRow) -> sqlx::Resul
     .bind(row.size_bytes)
     .bind(row.created_at)
     .bind(row.expires_at)
+    .bind(body)
     .execute(c)
     .await
     .map(|done| done.rows_affected()))?;
@@ -55,6 +57,17 @@ pub async fn by_id<'e>(exec: impl Executes<'e>, id: &str) -> sqlx::Result<Option
     .bind(id)
     .fetch_optional(c)
     .await)
+}
+
+/// An export's bytes; none for one an earlier release wrote to the data directory.
+pub async fn body<'e>(exec: impl Executes<'e>, id: &str) -> sqlx::Result<Option<Vec<u8>>> {
+    on!(exec, |c| sqlx::query_scalar(
+        "SELECT body FROM exports WHERE id = $1"
+    )
+    .bind(id)
+    .fetch_optional(c)
+    .await
+    .map(Option::flatten))
 }
 
 /// Exports whose links expired at or before `now`.

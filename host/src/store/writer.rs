@@ -13,8 +13,8 @@
 //! the job at fault gets the error and the others are written.
 //!
 //! With several instances, a job may carry the [`Fence`] of the user's lease it was made under:
-//! the batch reads the leases' tokens in its transaction first (on PostgreSQL `FOR SHARE`, so a
-//! takeover waits for the commit) and answers [`WriteError::LeaseLost`] to a job whose token is
+//! the batch reads the leases' tokens in its transaction first (on PostgreSQL behind a shared
+//! advisory lock per user, so a takeover waits for the commit) and answers [`WriteError::LeaseLost`] to a job whose token is
 //! no longer the lease's, writing nothing of it. An instance that lost a user's lease (paused,
 //! cut off, slow) books nothing for them after the takeover.
 //!
@@ -313,7 +313,7 @@ impl Held {
                 let mut conn = pool.acquire().await?;
                 // A batch runs its statements back to back: one idle that long is a process that
                 // stalls (stopped, swapped out, cut off). The server ends its session, so the
-                // leases the batch locks are not held for the stall, and the batch fails.
+                // lease locks the batch took are not held for the stall, and the batch fails.
                 sqlx::query(sqlx::AssertSqlSafe(format!(
                     "SET idle_in_transaction_session_timeout = {}",
                     STALLED_BATCH.as_millis()
