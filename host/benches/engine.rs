@@ -25,10 +25,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{bots_that_place_nothing, env_or, start_bots, upload};
+use support::{FILLED, bots_that_place_nothing, count, counts, env_or, start_bots, upload};
 use tradehost::App;
 use tradehost::engine;
-use tradehost::store::Pool;
 
 /// The server with scans every 50 ms (each bot is due at every tick) and group commit as given;
 /// with `redis`, in cluster mode on that Redis (a prefix of its own).
@@ -63,27 +62,10 @@ async fn hold_every_bot(app: &App, bots: u64) {
     }
 }
 
-/// A count from a statement of the benchmark's own, on either backend.
-pub async fn count(app: &App, sql: &'static str) -> i64 {
-    match &app.db.pool {
-        Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(&**pool).await.unwrap(),
-        Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
-    }
-}
-
-/// Rows of (text, count) from a statement of the benchmark's own, on either backend.
-pub async fn counts(app: &App, sql: &'static str) -> Vec<(String, i64)> {
-    match &app.db.pool {
-        Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(&**pool).await.unwrap(),
-        Pool::Postgres(pool) => sqlx::query_as(sql).fetch_all(pool).await.unwrap(),
-    }
-}
-
 async fn measure(app: &App, label: &str, secs: u64) {
     let scheduler = tokio::spawn(engine::run(app.clone()));
     // Warm up: every bot's first scans (and any first signals) happen before the window.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    const FILLED: &str = "SELECT COUNT(*) FROM orders WHERE status = 'filled'";
     let scans_before = app.engine.scans_completed();
     let orders_before = count(app, FILLED).await;
     // Tells an outside observer (a profiler) when the window opens.

@@ -171,6 +171,13 @@ impl App {
         });
     }
 
+    /// Mail was queued in the outbox: the instance delivering mail (this one, or the holder of the
+    /// `mail` job among several) sends it now.
+    pub fn mail_queued(&self) {
+        self.mailer.wake();
+        self.cluster.send(Message::MailQueued);
+    }
+
     /// Whether this instance runs background job `job` now. A lone instance runs every job; in a
     /// cluster, the instance holding the job's lease does, renewing it for `period` twice over on
     /// every run (so it keeps the job while it lives, and another takes over once it has not
@@ -236,6 +243,7 @@ impl App {
             Received::Message(Message::HandOver { user_id }) => {
                 engine::leases::hand_over(self, &user_id).await
             }
+            Received::Message(Message::MailQueued) => self.mailer.wake(),
             Received::Message(Message::PluginChanged { name }) => {
                 if let Err(err) = self.plugins.refresh(Some(&name)).await {
                     tracing::error!(plugin = %name, error = %err, "cannot load a plugin change made on another instance");
@@ -245,6 +253,7 @@ impl App {
             // kill switch is read again.
             Received::Gap => {
                 self.events.lag_everyone();
+                self.mailer.wake();
                 self.sessions.forget_all();
                 if let Err(err) = self.plugins.refresh(None).await {
                     tracing::error!(error = %err, "cannot reload the plugins' stored settings");

@@ -13,7 +13,7 @@ use tradehost::auth::sessions::Principal;
 use tradehost::config::AppConfig;
 use tradehost::engine::{self, StartRequest};
 use tradehost::plugins::manifest::Manifest;
-use tradehost::store::{now_ms, users};
+use tradehost::store::{Pool, now_ms, users};
 
 /// The server's allocator, as in the binary (`src/main.rs`), so the figures are the server's.
 #[global_allocator]
@@ -27,12 +27,16 @@ pub fn env_or(name: &str, default: u64) -> u64 {
 }
 
 /// The server's state on `dir`: SQLite there or, when `DATABASE_URL` names a PostgreSQL server,
-/// a new database of its own on that server; `settings` over the defaults and any other
-/// `TRADEHOST_…` setting from the environment.
+/// a new database of its own on that server (unless `settings` names the database, as another
+/// instance of a cluster does); `settings` over the defaults and any other `TRADEHOST_…` setting
+/// from the environment.
 pub async fn app(dir: &Path, settings: &[(&str, &str)]) -> App {
     let data_dir = dir.to_string_lossy().to_string();
+    let named = settings.iter().any(|(name, _)| *name == "DATABASE_URL");
     let database_url = match std::env::var("DATABASE_URL") {
-        Ok(url) if url.starts_with("postgres") => Some(fresh_postgres_database(&url).await),
+        Ok(url) if url.starts_with("postgres") && !named => {
+            Some(fresh_postgres_database(&url).await)
+        }
         _ => None,
     };
     let settings: BTreeMap<String, String> = settings
@@ -131,6 +135,25 @@ pub async fn user(app: &App, email: &str) -> String {
     .unwrap();
     id
 }
+
+/// A count from a statement of the benchmark's own, on either backend.
+pub async fn count(app: &App, sql: &'static str) -> i64 {
+    match &app.db.pool {
+        Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(&**pool).await.unwrap(),
+        Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.unwrap(),
+    }
+}
+
+/// Rows of (text, count) from a statement of the benchmark's own, on either backend.
+pub async fn counts(app: &App, sql: &'static str) -> Vec<(String, i64)> {
+    match &app.db.pool {
+        Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(&**pool).await.unwrap(),
+        Pool::Postgres(pool) => sqlx::query_as(sql).fetch_all(pool).await.unwrap(),
+    }
+}
+
+/// Orders filled so far (the fills' benchmarks count these over their window).
+pub const FILLED: &str = "SELECT COUNT(*) FROM orders WHERE status = 'filled'";
 
 /// Creates `count` users, each with a paper connection and a started bot.
 pub async fn start_bots(app: &App, count: u64, strategy: &str) {

@@ -493,7 +493,7 @@ pub async fn request_password_reset(
     )
     .await?;
     tx.commit().await?;
-    app.mailer.wake();
+    app.mail_queued();
     Ok(RESET_REQUESTED_MESSAGE)
 }
 

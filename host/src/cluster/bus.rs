@@ -48,6 +48,8 @@ pub enum Message {
     /// A plugin's stored versions or settings changed (upload, activation, rollback,
     /// configuration).
     PluginChanged { name: String },
+    /// Mail was queued: the instance delivering mail sends it now rather than at its next round.
+    MailQueued,
 }
 
 #[derive(Serialize, Deserialize)]

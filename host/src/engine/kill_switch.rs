@@ -2,6 +2,7 @@
 //! blocks starts and new entries, stops every bot and, when asked, closes every position. It
 //! carries on past any one user's failure and reports what failed.
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
@@ -13,7 +14,7 @@ use crate::cluster::Message;
 use crate::error::ApiResult;
 use crate::events::Channel;
 use crate::notices::{self, KillSwitchNotice};
-use crate::store::{bots, flags, positions};
+use crate::store::{bot_leases, bots, flags, positions};
 use crate::store::{iso8601, now_ms};
 
 pub const FLAG: &str = "kill_switch";
@@ -162,48 +163,38 @@ pub async fn activate(
             }
         }
     }
-    let (mut active_positions, mut closed, mut stopped) = (0, 0, 0);
-    let mut failures = Vec::new();
-    for user_id in &user_ids {
-        let cell = app.engine.cell(user_id);
-        app.engine.schedule(&cell, IDLE);
-        let mut guard = match lock(app, &cell).await {
-            Ok(guard) => guard,
-            Err(err) => {
-                tracing::error!(%user_id, error = %err, "the kill switch could not load a bot");
-                failures.push(UserFailure {
-                    user_id: user_id.clone(),
-                    error: err.message,
-                });
-                continue;
-            }
-        };
-        let trader = guard.as_mut().expect("loaded");
-        cell.next_scan_at.store(IDLE, Ordering::Release);
-        if halt(trader, format!("Stopped by the kill switch: {reason}")) {
-            stopped += 1;
-            if let Err(err) = persist(app, trader).await {
-                tracing::error!(%user_id, error = %err, "the kill switch could not save a bot");
-                failures.push(UserFailure {
-                    user_id: user_id.clone(),
-                    error: err.message,
-                });
-            }
-            publish_status(app, trader, "Stopped by the kill switch");
-        }
-        if request.close_all_positions {
-            let outcome = closing::close_all(app, trader, "kill_switch").await;
-            closed += outcome.closed;
-            for (position_id, error) in outcome.failures {
-                tracing::error!(%user_id, %position_id, %error, "the kill switch could not close a position; it is retried");
-                failures.push(UserFailure {
-                    user_id: user_id.clone(),
-                    error: format!("position {position_id}: {error}"),
-                });
-            }
-        }
-        active_positions += trader.positions.len();
+    let mut tally = Tally::default();
+    // Bots leased to another live instance are stopped and saved there on the bus message; the
+    // switch waits to see them saved rather than take each over. Closing positions is done here,
+    // where its failures can be reported.
+    let elsewhere = if request.close_all_positions {
+        HashSet::new()
+    } else {
+        held_elsewhere(app, &user_ids).await?
+    };
+    let stopped_elsewhere = stopped_by_holders(app, &elsewhere).await?;
+    for user_id in &stopped_elsewhere {
+        tally.stopped += 1;
+        tally.active_positions +=
+            positions::count_open(&app.db.pool, &crate::store::Filter::user(user_id)).await?
+                as usize;
     }
+    for user_id in user_ids.iter().filter(|u| !stopped_elsewhere.contains(*u)) {
+        stop_here(
+            app,
+            user_id,
+            &reason,
+            request.close_all_positions,
+            &mut tally,
+        )
+        .await;
+    }
+    let Tally {
+        stopped,
+        closed,
+        active_positions,
+        mut failures,
+    } = tally;
     if request.notify_users {
         // Mail (to every user whose settings allow it) and webhooks: recorded before the
         // answer, so the notice survives a crash right after it.
@@ -245,6 +236,96 @@ pub async fn activate(
         failures,
         timestamp: iso8601(now),
     })
+}
+
+/// What the kill switch did, over every user.
+#[derive(Default)]
+struct Tally {
+    stopped: usize,
+    closed: usize,
+    active_positions: usize,
+    failures: Vec<UserFailure>,
+}
+
+/// How long the switch waits for other instances to save the bots they hold stopped before it
+/// takes over those still running.
+const HOLDERS_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Which of `user_ids` another live instance holds (none for an instance alone).
+async fn held_elsewhere(app: &App, user_ids: &[String]) -> ApiResult<HashSet<String>> {
+    if !app.cluster.clustered() {
+        return Ok(HashSet::new());
+    }
+    let wanted: HashSet<&String> = user_ids.iter().collect();
+    let held = bot_leases::held_by_others(&app.db, app.cluster.instance(), now_ms()).await?;
+    Ok(held
+        .into_iter()
+        .filter(|user_id| wanted.contains(user_id))
+        .collect())
+}
+
+/// Waits (up to [`HOLDERS_WAIT`]) for the bots of `users` to be saved stopped by the instances
+/// holding them; answers those that were.
+async fn stopped_by_holders(app: &App, users: &HashSet<String>) -> ApiResult<HashSet<String>> {
+    if users.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let deadline = tokio::time::Instant::now() + HOLDERS_WAIT;
+    loop {
+        let running: HashSet<String> = bots::resumable_bots(&app.db.pool)
+            .await?
+            .into_iter()
+            .map(|bot| bot.user_id)
+            .filter(|user_id| users.contains(user_id))
+            .collect();
+        if running.is_empty() || tokio::time::Instant::now() >= deadline {
+            return Ok(users.difference(&running).cloned().collect());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Stops the user's bot on this instance (taking the user over from another first if need be),
+/// closing their positions when asked.
+async fn stop_here(app: &App, user_id: &str, reason: &str, close_all: bool, tally: &mut Tally) {
+    let cell = app.engine.cell(user_id);
+    app.engine.schedule(&cell, IDLE);
+    let mut guard = match lock(app, &cell).await {
+        Ok(guard) => guard,
+        Err(err) => {
+            tracing::error!(%user_id, error = %err, "the kill switch could not load a bot");
+            tally.failures.push(UserFailure {
+                user_id: user_id.to_string(),
+                error: err.message,
+            });
+            return;
+        }
+    };
+    let trader = guard.as_mut().expect("loaded");
+    cell.next_scan_at.store(IDLE, Ordering::Release);
+    if halt(trader, format!("Stopped by the kill switch: {reason}")) {
+        tally.stopped += 1;
+        if let Err(err) = persist(app, trader).await {
+            tracing::error!(%user_id, error = %err, "the kill switch could not save a bot");
+            tally.failures.push(UserFailure {
+                user_id: user_id.to_string(),
+                error: err.message,
+            });
+        }
+        publish_status(app, trader, "Stopped by the kill switch");
+    }
+    if close_all {
+        let outcome = closing::close_all(app, trader, "kill_switch").await;
+        tally.closed += outcome.closed;
+        for (position_id, error) in outcome.failures {
+            tracing::error!(%user_id, %position_id, %error, "the kill switch could not close a position; it is retried");
+            tally.failures.push(UserFailure {
+                user_id: user_id.to_string(),
+                error: format!("position {position_id}: {error}"),
+            });
+        }
+    }
+    tally.active_positions += trader.positions.len();
 }
 
 /// The kill switch was switched on another instance: this one sees it at once, and when it is

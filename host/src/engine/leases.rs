@@ -200,7 +200,9 @@ pub async fn hand_over(app: &App, user_id: &str) {
             let_go(app, &cell).await;
         }
         None => {
-            if let Err(err) = bot_leases::release(&app.db, user_id, app.cluster.instance()).await {
+            if let Err(err) =
+                bot_leases::release(&app.db, user_id, app.cluster.instance(), None).await
+            {
                 tracing::warn!(%user_id, error = %err, "cannot hand a user over");
             }
         }
@@ -213,7 +215,9 @@ async fn let_go(app: &App, cell: &Cell) {
     let _changing = cell.lease.changing.lock().await;
     let mut trader = cell.trader.lock().await;
     unload(app, cell, &mut trader);
-    if let Err(err) = bot_leases::release(&app.db, &cell.user_id, app.cluster.instance()).await {
+    if let Err(err) =
+        bot_leases::release(&app.db, &cell.user_id, app.cluster.instance(), None).await
+    {
         tracing::warn!(user_id = %cell.user_id, error = %err, "cannot give up a lease");
     }
 }
@@ -294,7 +298,7 @@ async fn renew(app: &App) -> anyhow::Result<()> {
                 return;
             }
             if let Err(err) =
-                bot_leases::release_token(&app.db, &user_id, app.cluster.instance(), token).await
+                bot_leases::release(&app.db, &user_id, app.cluster.instance(), Some(token)).await
             {
                 tracing::warn!(%user_id, error = %err, "cannot give up a lease nobody uses");
             }

@@ -72,7 +72,7 @@ pub async fn dispatch_pending(app: &App) -> anyhow::Result<usize> {
     }
     tx.commit().await?;
     if !mail.is_empty() {
-        app.mailer.wake();
+        app.mail_queued();
     }
     if !deliveries.is_empty() {
         app.notifier.wake_sender();

@@ -184,29 +184,18 @@ pub async fn renew_one(
     .map(|done| done.rows_affected() == 1))
 }
 
-/// Gives the user's lease up, if `instance` holds it: anyone may claim it at once. The row and
-/// its token stay, so the next claim's token is greater than every earlier one.
-pub async fn release(db: &Db, user_id: &str, instance: &str) -> sqlx::Result<bool> {
-    on!(&db.pool, |c| sqlx::query(
-        "UPDATE bot_leases SET instance = '', expires_at = 0 WHERE user_id = $1 AND instance = $2"
-    )
-    .bind(user_id)
-    .bind(instance)
-    .execute(c)
-    .await
-    .map(|done| done.rows_affected() == 1))
-}
-
-/// Gives the user's lease up if `instance` holds it under `token`.
-pub async fn release_token(
+/// Gives the user's lease up, if `instance` holds it (under `token`, when given): anyone may
+/// claim it at once. The row and its token stay, so the next claim's token is greater than every
+/// earlier one.
+pub async fn release(
     db: &Db,
     user_id: &str,
     instance: &str,
-    token: i64,
+    token: Option<i64>,
 ) -> sqlx::Result<bool> {
     on!(&db.pool, |c| sqlx::query(
         "UPDATE bot_leases SET instance = '', expires_at = 0 \
-         WHERE user_id = $1 AND instance = $2 AND token = $3"
+         WHERE user_id = $1 AND instance = $2 AND ($3 IS NULL OR token = $3)"
     )
     .bind(user_id)
     .bind(instance)
@@ -214,6 +203,19 @@ pub async fn release_token(
     .execute(c)
     .await
     .map(|done| done.rows_affected() == 1))
+}
+
+/// The users whose lease another instance than `instance` holds at `now`.
+pub async fn held_by_others(db: &Db, instance: &str, now: i64) -> sqlx::Result<Vec<String>> {
+    on!(&db.pool, |c| {
+        sqlx::query_scalar(
+        "SELECT user_id FROM bot_leases WHERE instance <> '' AND instance <> $1 AND expires_at >= $2"
+    )
+    .bind(instance)
+    .bind(now)
+    .fetch_all(c)
+    .await
+    })
 }
 
 /// Gives up every lease `instance` holds (it is stopping).
@@ -329,9 +331,11 @@ mod tests {
             Some(2)
         );
         assert!(renew(&db, "one", 5_000).await.unwrap().is_empty());
-        assert!(!release(&db, "u1", "one").await.unwrap());
+        assert!(!release(&db, "u1", "one", None).await.unwrap());
+        // A release under a token the lease no longer has is not one.
+        assert!(!release(&db, "u1", "two", Some(1)).await.unwrap());
         // Released: claimed at once, and the token still grows.
-        assert!(release(&db, "u1", "two").await.unwrap());
+        assert!(release(&db, "u1", "two", Some(2)).await.unwrap());
         assert_eq!(
             claim(&db, "u1", "one", 3_100, 5_000).await.unwrap(),
             Some(3)
@@ -341,5 +345,10 @@ mod tests {
             claim(&db, "u1", "one", 3_200, 5_000).await.unwrap(),
             Some(4)
         );
+        // Others' leases, as the kill switch sees them: live ones only.
+        claim(&db, "u2", "two", 3_200, 6_000).await.unwrap();
+        claim(&db, "u3", "two", 3_200, 3_300).await.unwrap();
+        assert_eq!(held_by_others(&db, "one", 4_000).await.unwrap(), ["u2"]);
+        assert_eq!(held_by_others(&db, "two", 4_000).await.unwrap(), ["u1"]);
     }
 }

@@ -892,7 +892,7 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        super::super::bot_leases::release(&db, "u1", "one")
+        super::super::bot_leases::release(&db, "u1", "one", None)
             .await
             .unwrap();
         let new = super::super::bot_leases::claim(&db, "u1", "two", now, now + 60_000)
