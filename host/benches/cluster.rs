@@ -6,14 +6,16 @@
 //! Each instance is a server state of its own (`App`: its pools, books' writer, engine, plugin
 //! runtime, lease loop and bus connection) on a tokio runtime of its own with a worker per core,
 //! as a process would have; the instances join one Redis under one prefix and spread the bots
-//! between them through their leases before the window opens. Two kinds of load, as in the
-//! `engine` benchmark:
+//! between them through their leases before the window opens. Each load is measured on one
+//! instance alone (the reference), one instance in cluster mode and several. Two kinds of load,
+//! as in the `engine` benchmark:
 //! - `idle`: bots whose every order the strict risk rule denies (bot-scans/s);
 //! - `fills`: bots trading the `guest-churn` test strategy, an order filled per symbol and scan.
 //!
-//! `BENCH_BOTS` (default 2000, in all), `BENCH_SECS` (default 10), `BENCH_INSTANCES` (default 3),
-//! `BENCH_CASES` (a comma-separated subset of `idle,fills`, default both), `BENCH_REDIS`
-//! (default `redis://127.0.0.1:6379`).
+//! `BENCH_BOTS` (default 2000, in all), `BENCH_SECS` (default 10), `BENCH_SETUPS` (the setups
+//! in the order measured: `alone` or a number of instances in cluster mode; default
+//! `alone,1,3`), `BENCH_CASES` (a comma-separated subset of `idle,fills`, default both),
+//! `BENCH_REDIS` (default `redis://127.0.0.1:6379`).
 
 mod support;
 
@@ -102,9 +104,8 @@ fn measure(label: &str, instances: &[Instance], secs: u64) {
         .map(|i| i.app.engine.leases_held())
         .collect();
     println!(
-        "{label}: {} instance(s), {total} scans in {elapsed:.1} s = {:.0} bot-scans/s \
+        "{label}: {total} scans in {elapsed:.1} s = {:.0} bot-scans/s \
          (per instance {scans:?}, leases held {held:?}), {filled} orders filled = {:.0}/s",
-        instances.len(),
         total as f64 / elapsed,
         filled as f64 / elapsed,
     );
@@ -138,6 +139,7 @@ fn cluster(count: usize, load: Load, bots: u64, redis: &str) -> Vec<Instance> {
         instances.push(start(settings(&id, Some(&database_url))));
     }
     for instance in &instances {
+        let _entered = instance.runtime.enter();
         instance.app.join_cluster();
         instance
             .runtime
@@ -180,7 +182,7 @@ fn stop(instances: Vec<Instance>) {
 fn main() {
     let bots = env_or("BENCH_BOTS", 2000);
     let secs = env_or("BENCH_SECS", 10);
-    let count = env_or("BENCH_INSTANCES", 3) as usize;
+    let setups = std::env::var("BENCH_SETUPS").unwrap_or_else(|_| "alone,1,3".into());
     let cases = std::env::var("BENCH_CASES").unwrap_or_else(|_| "idle,fills".into());
     let redis = std::env::var("BENCH_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
     if !std::env::var("DATABASE_URL").is_ok_and(|url| url.starts_with("postgres")) {
@@ -191,14 +193,24 @@ fn main() {
         if !cases.split(',').any(|c| c.trim() == name) {
             continue;
         }
-        // The reference: one instance alone with every bot.
-        let alone = vec![Instance::start(&[])];
-        create_bots(&alone[0], load, bots);
-        measure(&format!("{name}, one instance alone"), &alone, secs);
-        stop(alone);
-        let instances = cluster(count, load, bots, &redis);
-        measure(&format!("{name}, {count} instances"), &instances, secs);
-        stop(instances);
+        // `alone` is the reference, one instance without Redis; a number is that many instances
+        // in cluster mode (one: what leases, fencing and the bus cost an instance).
+        for setup in setups.split(',').map(str::trim) {
+            let instances = if setup == "alone" {
+                let alone = Instance::start(&[]);
+                create_bots(&alone, load, bots);
+                vec![alone]
+            } else {
+                let count = setup.parse().expect("BENCH_SETUPS: `alone` or a number");
+                cluster(count, load, bots, &redis)
+            };
+            let label = match setup {
+                "alone" => format!("{name}, one instance alone"),
+                count => format!("{name}, {count} instance(s) in cluster mode"),
+            };
+            measure(&label, &instances, secs);
+            stop(instances);
+        }
     }
     Runtime::new()
         .unwrap()

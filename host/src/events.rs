@@ -4,21 +4,34 @@
 //! Each message is serialised once and shared (`Arc<str>`) by every socket that receives it.
 //! Per user there is one bounded broadcast channel: a socket that falls more than
 //! [`SOCKET_BACKLOG`] messages behind is told it lagged and is closed by the WebSocket layer, so
-//! a slow client never grows server memory. With several instances, every event also goes out
-//! on the cluster bus ([`crate::cluster::Bus`]), and what other instances announce comes in
-//! through [`EventBus::deliver_from_elsewhere`], so a socket on any instance gets its user's
-//! events wherever they happen.
+//! a slow client never grows server memory. With several instances, an event of a user with a
+//! socket on another instance also goes out on the cluster bus ([`crate::cluster::Bus`]), and
+//! what other instances announce comes in through [`EventBus::deliver_from_elsewhere`], so a
+//! socket on any instance gets its user's events wherever they happen. Instances tell each other
+//! which users they have sockets for (when a socket opens, when one joins or missed messages,
+//! and every [`WATCHING_REPEAT`]), so an event nobody listens to is not even made.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use dashmap::DashMap;
 
 use crate::cluster::{Bus, Message};
+use crate::store::now_ms;
 
 use serde::Serialize;
 use tokio::sync::broadcast;
 
 /// How many undelivered messages a socket may have before it is disconnected.
 pub const SOCKET_BACKLOG: usize = 1024;
+
+/// How often an instance repeats which users it has sockets for.
+pub const WATCHING_REPEAT: Duration = Duration::from_secs(20);
+/// How long another instance's word that it has sockets for a user holds unless repeated.
+const WATCHING_FOR_MS: i64 = 3 * WATCHING_REPEAT.as_millis() as i64;
+/// Users per message when an instance tells which users it has sockets for.
+const WATCHING_CHUNK: usize = 1000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -92,6 +105,8 @@ pub struct EventBus {
     users: RwLock<HashMap<String, broadcast::Sender<Arc<Event>>>>,
     /// Where the other instances hear of events.
     cluster: Arc<Bus>,
+    /// Users with a socket on another instance, until when that holds.
+    watched_elsewhere: DashMap<String, i64>,
 }
 
 impl EventBus {
@@ -99,11 +114,12 @@ impl EventBus {
         EventBus {
             users: RwLock::default(),
             cluster,
+            watched_elsewhere: DashMap::new(),
         }
     }
 
     /// Announces an event to every connection of `user_id`, here and on the other instances
-    /// (none listening here and no other instances: dropped unmade).
+    /// (no socket of the user here or elsewhere: dropped unmade).
     pub fn publish(&self, user_id: &str, channel: Channel, kind: &str, data: &impl Serialize) {
         let has_listeners = self
             .users
@@ -111,12 +127,12 @@ impl EventBus {
             .expect("event bus lock")
             .get(user_id)
             .is_some_and(|sender| sender.receiver_count() > 0);
-        let clustered = self.cluster.clustered();
-        if !has_listeners && !clustered {
+        let elsewhere = self.cluster.clustered() && self.watched_elsewhere(user_id);
+        if !has_listeners && !elsewhere {
             return;
         }
         let event = Arc::new(Event::new(channel, kind, data));
-        if clustered {
+        if elsewhere {
             self.cluster.send(Message::Event {
                 user_id: Some(user_id.to_string()),
                 channel: channel.as_str().to_string(),
@@ -185,8 +201,12 @@ impl EventBus {
         }
     }
 
-    /// A receiver of everything announced to `user_id` from now on.
+    /// A receiver of everything announced to `user_id` from now on, here and (once they have
+    /// heard of it) on the other instances.
     pub fn subscribe(&self, user_id: &str) -> broadcast::Receiver<Arc<Event>> {
+        self.cluster.send(Message::Watching {
+            user_ids: vec![user_id.to_string()],
+        });
         if let Some(sender) = self.users.read().expect("event bus lock").get(user_id) {
             return sender.subscribe();
         }
@@ -197,12 +217,46 @@ impl EventBus {
             .subscribe()
     }
 
-    /// Forgets users nobody listens to any more (called by the cache sweeper).
+    /// Whether another instance said lately that it has a socket of the user.
+    fn watched_elsewhere(&self, user_id: &str) -> bool {
+        self.watched_elsewhere
+            .get(user_id)
+            .is_some_and(|until| *until > now_ms())
+    }
+
+    /// Another instance has sockets of these users.
+    pub fn watching_elsewhere(&self, user_ids: Vec<String>) {
+        let until = now_ms() + WATCHING_FOR_MS;
+        for user_id in user_ids {
+            self.watched_elsewhere.insert(user_id, until);
+        }
+    }
+
+    /// Tells the other instances every user with a socket here.
+    pub fn announce_watching(&self) {
+        let users: Vec<String> = self
+            .users
+            .read()
+            .expect("event bus lock")
+            .iter()
+            .filter(|(_, sender)| sender.receiver_count() > 0)
+            .map(|(user_id, _)| user_id.clone())
+            .collect();
+        for chunk in users.chunks(WATCHING_CHUNK) {
+            self.cluster.send(Message::Watching {
+                user_ids: chunk.to_vec(),
+            });
+        }
+    }
+
+    /// Forgets users nobody listens to any more, here or elsewhere (called by the cache sweeper).
     pub fn sweep(&self) {
         self.users
             .write()
             .expect("event bus lock")
             .retain(|_, sender| sender.receiver_count() > 0);
+        let now = now_ms();
+        self.watched_elsewhere.retain(|_, until| *until > now);
     }
 
     pub fn connected_users(&self) -> usize {

@@ -219,6 +219,15 @@ impl App {
                 app.heard(received).await;
             }
         });
+        // The others forget sockets they are not told of again.
+        let app = self.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(events::WATCHING_REPEAT);
+            loop {
+                every.tick().await;
+                app.events.announce_watching();
+            }
+        });
     }
 
     /// What another instance said.
@@ -244,6 +253,14 @@ impl App {
                 engine::leases::hand_over(self, &user_id).await
             }
             Received::Message(Message::MailQueued) => self.mailer.wake(),
+            Received::Message(Message::Watching { user_ids }) => {
+                self.events.watching_elsewhere(user_ids)
+            }
+            Received::Message(Message::WhoIsWatching) => self.events.announce_watching(),
+            Received::Joined => {
+                self.events.announce_watching();
+                self.cluster.send(Message::WhoIsWatching);
+            }
             Received::Message(Message::PluginChanged { name }) => {
                 if let Err(err) = self.plugins.refresh(Some(&name)).await {
                     tracing::error!(plugin = %name, error = %err, "cannot load a plugin change made on another instance");
@@ -253,6 +270,8 @@ impl App {
             // kill switch is read again.
             Received::Gap => {
                 self.events.lag_everyone();
+                self.events.announce_watching();
+                self.cluster.send(Message::WhoIsWatching);
                 self.mailer.wake();
                 self.sessions.forget_all();
                 if let Err(err) = self.plugins.refresh(None).await {

@@ -532,6 +532,17 @@ impl Server {
         reply.data()["user_id"].as_str().unwrap().to_string()
     }
 
+    /// Asks for a password-reset mail to `email` (the answer is the same whether or not it is a
+    /// user's).
+    pub async fn ask_password_reset(&self, email: &str) -> Reply {
+        self.post(
+            "/api/v1/auth/reset-password",
+            None,
+            json!({ "email": email }),
+        )
+        .await
+    }
+
     /// Signs in and returns the login data (access_token, refresh_token, ...).
     pub async fn login(&self, email: &str, password: &str) -> Value {
         let reply = self

@@ -569,28 +569,12 @@ async fn password_reset_by_mail_token() {
     let id = server.register(&address).await;
     let old_session = server.login(&address, PASSWORD).await;
 
-    let known = server
-        .post(
-            "/api/v1/auth/reset-password",
-            None,
-            json!({"email": address}),
-        )
-        .await;
-    let unknown = server
-        .post(
-            "/api/v1/auth/reset-password",
-            None,
-            json!({"email": email("ghost")}),
-        )
-        .await;
+    let known = server.ask_password_reset(&address).await;
+    let unknown = server.ask_password_reset(&email("ghost")).await;
     // No account enumeration: the same answer either way.
     assert_eq!(known.data()["message"], unknown.data()["message"]);
     server
-        .post(
-            "/api/v1/auth/reset-password",
-            None,
-            json!({"email": "nope"}),
-        )
+        .ask_password_reset("nope")
         .await
         .expect_error(400, "INVALID_EMAIL");
     assert_eq!(server.count("SELECT COUNT(*) FROM mail_outbox").await, 1);
@@ -670,14 +654,7 @@ async fn password_reset_by_mail_token() {
     assert_eq!(server.count(&audited).await, 1);
 
     // An expired token.
-    server
-        .post(
-            "/api/v1/auth/reset-password",
-            None,
-            json!({"email": address}),
-        )
-        .await
-        .expect(200);
+    server.ask_password_reset(&address).await.expect(200);
     let token = reset_token_from_outbox(&server, &address).await;
     server
         .exec("UPDATE password_reset_tokens SET expires_at = 1 WHERE used_at IS NULL")
@@ -819,14 +796,7 @@ async fn reset_mail_goes_out_through_smtp_when_configured() {
         .await;
     let address = email("mail");
     server.register(&address).await;
-    server
-        .post(
-            "/api/v1/auth/reset-password",
-            None,
-            json!({"email": address}),
-        )
-        .await
-        .expect(200);
+    server.ask_password_reset(&address).await.expect(200);
     let mail = tokio::task::spawn_blocking(move || received.recv_timeout(Duration::from_secs(20)))
         .await
         .unwrap()

@@ -47,8 +47,9 @@ async fn two_instances_with(redis: &OwnRedis, settings: &[(&str, &str)]) -> (Ser
     (one, two)
 }
 
-/// A user's bot runs on instance one; their socket is on instance two and gets the bot's status
-/// and its trade as they happen.
+/// A user's socket is on instance two; their bot runs on instance three, started after the
+/// socket opened (it asks the others which users they have sockets for when it joins). The socket
+/// gets the bot's status and its trade as they happen.
 #[tokio::test]
 async fn a_socket_gets_its_users_events_from_the_instance_that_trades() {
     let redis = OwnRedis::start().unwrap();
@@ -57,7 +58,24 @@ async fn a_socket_gets_its_users_events_from_the_instance_that_trades() {
     let (_, token) = one.user(&email("events")).await;
     let key = webhook_key(&one, &token).await;
     let mut socket = two.socket(&token, &["trades", "bot_status"]).await;
-    one.start_paper_bot(&token).await;
+    let three = one
+        .another_instance(&[("TRADEHOST_INSTANCE_ID", "three")])
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // Instance two's answer (the only instance with a socket) is what three hears first.
+    while three
+        .metric(
+            SCRAPE,
+            "tradehost_cluster_messages_total{direction=\"received\"}",
+        )
+        .await
+        < 1.0
+    {
+        assert!(Instant::now() < deadline, "{}", three.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    three.start_paper_bot(&token).await;
     let status = next_event(&mut socket, "bot_status", 20).await;
     assert_eq!(status["channel"], "bot_status", "{status}");
     let signal = one
@@ -306,14 +324,7 @@ async fn mail_queued_on_one_instance_is_sent_at_once_by_the_other() {
     let queuing = if holder == "one" { &two } else { &one };
     let address = email("mailwake");
     queuing.register(&address).await;
-    queuing
-        .post(
-            "/api/v1/auth/reset-password",
-            None,
-            json!({"email": address}),
-        )
-        .await
-        .expect(200);
+    queuing.ask_password_reset(&address).await.expect(200);
     // Without an SMTP server the reset mail (it carries a secret) is held, which is an attempt.
     let attempted = format!(
         "SELECT COUNT(*) FROM mail_outbox WHERE to_address = '{address}' \

@@ -50,6 +50,10 @@ pub enum Message {
     PluginChanged { name: String },
     /// Mail was queued: the instance delivering mail sends it now rather than at its next round.
     MailQueued,
+    /// The sender has WebSockets of these users: their events are to be sent to it.
+    Watching { user_ids: Vec<String> },
+    /// The sender joined or missed messages: the others say which users they have sockets for.
+    WhoIsWatching,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -80,11 +84,13 @@ struct Counters {
     lost: AtomicU64,
 }
 
-/// What the subscription hands over: another instance's message, or word that the subscription
-/// was broken and is back (messages sent meanwhile were missed).
+/// What the subscription hands over: another instance's message, word that this instance hears
+/// the others (it has just subscribed), or word that the subscription was broken and is back
+/// (messages sent meanwhile were missed).
 #[derive(Debug)]
 pub enum Received {
     Message(Message),
+    Joined,
     Gap,
 }
 
@@ -231,6 +237,8 @@ async fn subscribe(
                     if ever_subscribed {
                         tracing::info!("cluster bus: subscribed again");
                         let _ = inbound.send(Received::Gap).await;
+                    } else {
+                        let _ = inbound.send(Received::Joined).await;
                     }
                     ever_subscribed = true;
                     let mut messages = pubsub.on_message();

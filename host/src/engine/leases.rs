@@ -114,10 +114,11 @@ fn valid_until(app: &App, at: i64) -> i64 {
 }
 
 /// Makes sure this instance holds the user's lease before it changes their trading, asking the
-/// holder to hand it over when another instance does. Nothing to do for an instance alone.
-pub async fn hold(app: &App, cell: &Cell) -> ApiResult<()> {
+/// holder to hand it over when another instance does; whether it took the lease now. Nothing to
+/// do for an instance alone.
+pub async fn hold(app: &App, cell: &Cell) -> ApiResult<bool> {
     if !app.cluster.clustered() || cell.lease.holds(now_ms()) {
-        return Ok(());
+        return Ok(false);
     }
     let deadline = tokio::time::Instant::now() + HAND_OVER_WAIT;
     let mut asked: Option<tokio::time::Instant> = None;
@@ -125,7 +126,7 @@ pub async fn hold(app: &App, cell: &Cell) -> ApiResult<()> {
         let changing = cell.lease.changing.lock().await;
         let now = now_ms();
         if cell.lease.holds(now) {
-            return Ok(());
+            return Ok(false);
         }
         // Held, but its renewal is late: renewed here if it is still this instance's.
         let token = cell.lease.token();
@@ -135,7 +136,7 @@ pub async fn hold(app: &App, cell: &Cell) -> ApiResult<()> {
                 cell.lease
                     .valid_until
                     .store(valid_until(app, now), Ordering::Release);
-                return Ok(());
+                return Ok(false);
             }
         }
         let claimed = bot_leases::claim(
@@ -150,7 +151,7 @@ pub async fn hold(app: &App, cell: &Cell) -> ApiResult<()> {
             adopt(app, cell, token, now).await;
             drop(changing);
             tracing::debug!(user_id = %cell.user_id, token, "took the user's lease for a request");
-            return Ok(());
+            return Ok(true);
         }
         drop(changing);
         if asked.is_none_or(|at| at.elapsed() >= HAND_OVER_ASK_EVERY) {

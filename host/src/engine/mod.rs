@@ -205,8 +205,13 @@ impl Engine {
 /// A user's trader, loaded on first use, behind the user's lock, to act on: with several
 /// instances, this one takes the user's lease first ([`leases::hold`]).
 pub async fn lock<'a>(app: &App, cell: &'a Cell) -> ApiResult<MutexGuard<'a, Option<Trader>>> {
-    leases::hold(app, cell).await?;
-    load(app, cell).await
+    let taken_over = leases::hold(app, cell).await?;
+    let guard = load(app, cell).await?;
+    // A bot taken over for a request is scanned here from now on (its old holder stopped).
+    if taken_over && guard.as_ref().is_some_and(|t| t.status().is_scanned()) {
+        app.engine.schedule(cell, now_ms());
+    }
+    Ok(guard)
 }
 
 /// A user's trader for the scheduler: none when, with several instances, this one does not hold
