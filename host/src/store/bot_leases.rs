@@ -108,7 +108,8 @@ pub async fn claim(
             .map(drop))?;
         // Waits for the books' batches under way for the user ([`tokens`]).
         let locked = on!(&mut tx, |c| sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT pg_advisory_xact_lock({LEASE_LOCKS}, hashtext($1))"
+            "SELECT pg_advisory_xact_lock({LEASE_LOCKS}, hashtext($1) & {})",
+            LOCK_BUCKETS - 1
         )))
         .bind(user_id)
         .execute(c)
@@ -265,12 +266,16 @@ pub async fn unowned(db: &Db, now: i64) -> sqlx::Result<(i64, Vec<Unowned>)> {
 }
 
 /// The namespace of the advisory locks that order takeovers against the books' batches on
-/// PostgreSQL (the second key is the user id's hash; two users sharing one only wait for each
-/// other).
+/// PostgreSQL. The second key is one of [`LOCK_BUCKETS`] buckets of the user id's hash: a batch
+/// takes at most that many locks however many users it writes for (PostgreSQL's lock table
+/// holds some 64 per connection), and a takeover waits only for the batches under way in the
+/// user's bucket.
 const LEASE_LOCKS: i32 = 0x7468_6c73;
+/// How many locks the users' leases are spread over (a power of two).
+const LOCK_BUCKETS: i32 = 256;
 
 /// The leases' current tokens of `user_ids`, read inside the books' transaction. On PostgreSQL
-/// the transaction first takes a shared advisory lock per user, which a takeover takes
+/// the transaction first takes a shared advisory lock per users' bucket, which a takeover takes
 /// exclusively ([`claim`]): a takeover waits for the batches under way, and a batch after it
 /// reads its new token (locks in memory, where `FOR SHARE` would write every lease row it reads).
 /// SQLite's writer holds the only write lock.
@@ -282,8 +287,10 @@ pub async fn tokens(tx: &mut Conn<'_>, user_ids: &[&str]) -> sqlx::Result<Vec<(S
         let list = list.join(", ");
         if postgres {
             let sql = format!(
-                "SELECT pg_advisory_xact_lock_shared({LEASE_LOCKS}, hashtext(id)) \
-                 FROM (VALUES ({})) AS users(id)",
+                "SELECT pg_advisory_xact_lock_shared({LEASE_LOCKS}, bucket) FROM ( \
+                   SELECT DISTINCT hashtext(id) & {} AS bucket FROM (VALUES ({})) AS users(id) \
+                 ) AS buckets",
+                LOCK_BUCKETS - 1,
                 list.replace(", ", "), (")
             );
             on!(&mut *tx, |c, DB| {
