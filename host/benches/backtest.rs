@@ -6,7 +6,8 @@
 //! `BENCH_INTERVAL=1m` for one-minute candles):
 //! - ema-cross and apex over one symbol, each with one instance for the run and, as the
 //!   reference, a fresh instance per step;
-//! - ema-cross over `BENCH_SYMBOLS` (default 20) symbols in one run;
+//! - ema-cross over 4 and over `BENCH_SYMBOLS` (default 20) symbols in one run, and apex over
+//!   `BENCH_SYMBOLS`, each on one thread and spread over every core;
 //! - two one-symbol runs at once against the same two one after the other (the cores);
 //! - a sweep of 4 configurations on every core against the same on one thread;
 //! - the resident memory the process reached.
@@ -109,7 +110,7 @@ fn operator() -> (Entitlement, Settings) {
 }
 
 /// One run end to end: load, replay, report written. Returns (candles, seconds, trades).
-async fn run(app: &App, user_id: &str, request: Request) -> (u64, f64, u64) {
+async fn run(app: &App, user_id: &str, request: Request, threads: usize) -> (u64, f64, u64) {
     let started = Instant::now();
     let plan = backtest::plan(&app.plugins, request).unwrap();
     let candles = backtest::load_candles(&app.db, &plan).await.unwrap();
@@ -121,7 +122,7 @@ async fn run(app: &App, user_id: &str, request: Request) -> (u64, f64, u64) {
             &plan,
             &candles,
             operator(),
-            &AtomicBool::new(false),
+            (&AtomicBool::new(false), threads),
             &mut |_| {},
         )
         .unwrap()
@@ -298,7 +299,7 @@ async fn main() {
         let one = request(strategy, vec![symbol(0)], days);
         let session_rate = line(
             &format!("{strategy}, 1 symbol, one instance (end to end)"),
-            run(&app, &user_id, one.clone()).await,
+            run(&app, &user_id, one.clone(), 1).await,
         );
         if std::env::var_os("BENCH_NO_REFERENCE").is_some() {
             continue;
@@ -321,6 +322,7 @@ async fn main() {
             session: StrategySession::start(runtime, &plan.strategy, plan.target.clone(), path)
                 .unwrap(),
             rules: Vec::new(),
+            spread: None,
         };
         let windows = replay(&plan, candles.clone(), session(CallPath::Evaluate));
         let steps = replay(&plan, candles, session(CallPath::Preferred));
@@ -340,18 +342,46 @@ async fn main() {
         );
     }
 
-    let many: Vec<String> = (0..symbol_count).map(symbol).collect();
-    line(
-        &format!("ema-cross, {symbol_count} symbols, one run (end to end)"),
-        run(&app, &user_id, request("ema-cross", many, days)).await,
-    );
+    // One run's symbols on one thread, then spread over every core.
+    let cores = backtest::cores();
+    for (strategy, count) in [
+        ("ema-cross", 4),
+        ("ema-cross", symbol_count),
+        ("apex", symbol_count),
+    ] {
+        let many: Vec<String> = (0..count).map(symbol).collect();
+        let mut rates = Vec::new();
+        let mut trades = Vec::new();
+        for threads in [1, cores] {
+            let outcome = run(
+                &app,
+                &user_id,
+                request(strategy, many.clone(), days),
+                threads,
+            )
+            .await;
+            trades.push(outcome.2);
+            rates.push(line(
+                &format!("{strategy}, {count} symbols, one run on {threads} thread(s)"),
+                outcome,
+            ));
+        }
+        assert_eq!(
+            trades[0], trades[1],
+            "spread over the cores, the same trades"
+        );
+        println!(
+            "{strategy}, {count} symbols: spread over {cores} threads {:.2}x one thread",
+            rates[1] / rates[0]
+        );
+    }
 
     // The cores: two runs one after the other, then the same two at once.
     let pair = [vec![symbol(0)], vec![symbol(1)]];
     let started = Instant::now();
     let mut candles = 0;
     for symbols in pair.clone() {
-        candles += run(&app, &user_id, request("ema-cross", symbols, days))
+        candles += run(&app, &user_id, request("ema-cross", symbols, days), 1)
             .await
             .0;
     }
@@ -361,8 +391,18 @@ async fn main() {
     );
     let started = Instant::now();
     let (a, b) = tokio::join!(
-        run(&app, &user_id, request("ema-cross", pair[0].clone(), days)),
-        run(&app, &user_id, request("ema-cross", pair[1].clone(), days)),
+        run(
+            &app,
+            &user_id,
+            request("ema-cross", pair[0].clone(), days),
+            1
+        ),
+        run(
+            &app,
+            &user_id,
+            request("ema-cross", pair[1].clone(), days),
+            1
+        ),
     );
     let parallel = line(
         "ema-cross, 2 runs at once",
@@ -387,7 +427,6 @@ async fn main() {
         ),
     ]
     .into();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut rates = Vec::new();
     for threads in [1, cores] {
         let started = Instant::now();

@@ -257,10 +257,7 @@ impl App {
                 self.events.watching_elsewhere(user_ids)
             }
             Received::Message(Message::WhoIsWatching) => self.events.announce_watching(),
-            Received::Joined => {
-                self.events.announce_watching();
-                self.cluster.send(Message::WhoIsWatching);
-            }
+            Received::Joined => self.exchange_watching(),
             Received::Message(Message::PluginChanged { name }) => {
                 if let Err(err) = self.plugins.refresh(Some(&name)).await {
                     tracing::error!(plugin = %name, error = %err, "cannot load a plugin change made on another instance");
@@ -270,8 +267,7 @@ impl App {
             // kill switch is read again.
             Received::Gap => {
                 self.events.lag_everyone();
-                self.events.announce_watching();
-                self.cluster.send(Message::WhoIsWatching);
+                self.exchange_watching();
                 self.mailer.wake();
                 self.sessions.forget_all();
                 if let Err(err) = self.plugins.refresh(None).await {
@@ -285,6 +281,13 @@ impl App {
                 }
             }
         }
+    }
+
+    /// Tells the other instances whose sockets are open here and asks them for theirs (on
+    /// joining, and after messages may have been missed).
+    fn exchange_watching(&self) {
+        self.events.announce_watching();
+        self.cluster.send(Message::WhoIsWatching);
     }
 
     fn sweep_caches(&self) {

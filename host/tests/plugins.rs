@@ -985,6 +985,7 @@ fn a_component_that_lies_about_itself_or_imports_too_much_is_refused() {
     // A strategy offered as a broker does not fit the broker world.
     let mut as_broker = Manifest {
         kind: PluginKind::Broker,
+        independent_symbols: false,
         ..self::manifest("strategy-ema-cross")
     };
     as_broker.name = "ema-broker".into();

@@ -348,7 +348,23 @@ impl Server {
         command
     }
 
+    /// Starts the process and waits until it listens. The first server of a test binary starts
+    /// alone: it compiles the built-in plugins into the shared cache, which the others then
+    /// read, rather than every server of the binary compiling the same plugins at once.
     async fn spawn(&mut self) -> Result<()> {
+        static CACHE_WARM: tokio::sync::Mutex<bool> = tokio::sync::Mutex::const_new(false);
+        let warm = CACHE_WARM.lock().await;
+        if *warm {
+            drop(warm);
+            return self.spawn_and_wait().await;
+        }
+        let mut warm = warm;
+        let started = self.spawn_and_wait().await;
+        *warm = started.is_ok();
+        started
+    }
+
+    async fn spawn_and_wait(&mut self) -> Result<()> {
         let mut child = self
             .command()
             .arg("serve")

@@ -6,6 +6,7 @@ pub mod lookahead;
 pub mod replay;
 pub mod report;
 pub mod runs;
+pub mod spread;
 pub mod sweep;
 
 use std::collections::BTreeMap;
@@ -91,6 +92,31 @@ pub struct Plan {
     pub costs: Costs,
 }
 
+/// The paper broker's configured costs: a run's unless it overrides them.
+fn paper_costs(registry: &Registry) -> Costs {
+    registry
+        .active(PluginKind::Broker, "paper")
+        .map(|paper| Costs::of_config(&paper.target.config))
+        .unwrap_or_default()
+}
+
+/// The costs of a run that overrides some of fee, slippage and spread (in basis points): the
+/// paper broker's for the others. `None` when none is given.
+pub fn costs_overriding(
+    registry: &Registry,
+    (fee, slippage, spread): (Option<f64>, Option<f64>, Option<f64>),
+) -> Option<Costs> {
+    if fee.is_none() && slippage.is_none() && spread.is_none() {
+        return None;
+    }
+    let paper = paper_costs(registry);
+    Some(Costs {
+        fee_bps: fee.unwrap_or(paper.fee_bps),
+        slippage_bps: slippage.unwrap_or(paper.slippage_bps),
+        spread_bps: spread.unwrap_or(paper.spread_bps),
+    })
+}
+
 /// Checks a request against what is installed, naming the field at fault.
 pub fn plan(registry: &Registry, mut request: Request) -> ApiResult<Plan> {
     let strategy = registry
@@ -160,10 +186,7 @@ pub fn plan(registry: &Registry, mut request: Request) -> ApiResult<Plan> {
             }
             costs
         }
-        None => registry
-            .active(PluginKind::Broker, "paper")
-            .map(|paper| Costs::of_config(&paper.target.config))
-            .unwrap_or_default(),
+        None => paper_costs(registry),
     };
     request.costs = Some(costs);
     // The strategy reads the candles of the run's interval.
@@ -281,6 +304,9 @@ pub struct WasmPlugins<'a> {
     pub session: StrategySession<'a>,
     /// The active risk rules in order, each with one instance for the run.
     pub rules: Vec<(String, RuleSession<'a>)>,
+    /// Groups of the run's symbols evaluated by instances on other threads, `session` taking
+    /// the first (see [`spread`]); none: `session` takes every symbol.
+    pub spread: Option<spread::Spread>,
 }
 
 impl<'a> WasmPlugins<'a> {
@@ -299,7 +325,53 @@ impl<'a> WasmPlugins<'a> {
             };
             rules.push((name, RuleSession::start(runtime, &active, session.time())?));
         }
-        Ok(WasmPlugins { session, rules })
+        Ok(WasmPlugins {
+            session,
+            rules,
+            spread: None,
+        })
+    }
+
+    /// Spreads the run's symbols over `threads` threads of `scope` when the strategy declares
+    /// them independent and there are enough of them.
+    fn spread_over<'scope>(
+        mut self,
+        scope: &'scope std::thread::Scope<'scope, 'a>,
+        registry: &'a Registry,
+        plan: &'a Plan,
+        threads: usize,
+    ) -> Self {
+        let count = spread::group_count(threads, plan.request.symbols.len());
+        if !plan.strategy.plugin.manifest.independent_symbols || count < 2 || !self.session.steps()
+        {
+            return self;
+        }
+        let runtime = registry.runtime();
+        self.spread = Some(spread::Spread::new(scope, count, || {
+            let mut session = None;
+            move |work| match work {
+                spread::Work::Begin(series, window) => {
+                    let mut started = StrategySession::start(
+                        runtime,
+                        &plan.strategy,
+                        plan.target.clone(),
+                        CallPath::Preferred,
+                    )
+                    .map_err(|err| err.to_string())?;
+                    started
+                        .begin(&series, window)
+                        .map_err(|err| err.to_string())?;
+                    session = Some(started);
+                    Ok(Vec::new())
+                }
+                spread::Work::Step(ctx) => session
+                    .as_mut()
+                    .ok_or_else(|| "a step before the run began".to_string())?
+                    .step(&ctx)
+                    .map_err(|err| err.to_string()),
+            }
+        }));
+        self
     }
 }
 
@@ -308,9 +380,13 @@ impl replay::Plugins for WasmPlugins<'_> {
         if !self.session.steps() {
             return Ok(false);
         }
-        self.session
-            .begin(series, window)
-            .map_err(|err| err.to_string())?;
+        let session = &mut self.session;
+        let mut local =
+            |series: &[SeriesKey]| session.begin(series, window).map_err(|err| err.to_string());
+        match &mut self.spread {
+            Some(spread) => spread.begin(series, window, local)?,
+            None => local(series)?,
+        }
         Ok(true)
     }
 
@@ -319,7 +395,12 @@ impl replay::Plugins for WasmPlugins<'_> {
     }
 
     fn step(&mut self, ctx: &StepContext) -> Result<Vec<Signal>, String> {
-        self.session.step(ctx).map_err(|err| err.to_string())
+        let session = &mut self.session;
+        let mut local = |ctx: &StepContext| session.step(ctx).map_err(|err| err.to_string());
+        match &mut self.spread {
+            Some(spread) => spread.step(ctx, local),
+            None => local(ctx),
+        }
     }
 
     fn rule_names(&self) -> Vec<String> {
@@ -341,15 +422,21 @@ impl replay::Plugins for WasmPlugins<'_> {
     }
 }
 
-/// Runs a planned backtest over loaded candles on the calling thread (a blocking one): the
-/// same inputs give the same report. With `lookahead_cuts`, the lookahead check follows: the
-/// replay again on the candles cut at that many points, each with fresh instances.
+/// The threads a run or a sweep may take: one per core.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs a planned backtest over loaded candles on the calling thread (a blocking one), its
+/// symbols spread over up to `threads` threads when the strategy allows: the same inputs give
+/// the same report, however many threads. With `lookahead_cuts`, the lookahead check follows:
+/// the replay again on the candles cut at that many points, each with fresh instances.
 pub fn execute(
     registry: &Registry,
     plan: &Plan,
     candles: &[(String, Vec<Candle>)],
     operator: (Entitlement, Settings),
-    cancel: &AtomicBool,
+    (cancel, threads): (&AtomicBool, usize),
     progress: &mut dyn FnMut(f64),
 ) -> ApiResult<Report> {
     let started = std::time::Instant::now();
@@ -361,7 +448,7 @@ pub fn execute(
         symbol_candles(candles, |series| series),
         cuts > 0,
         operator.clone(),
-        cancel,
+        (cancel, threads),
         progress,
     )?;
     let check = if cuts == 0 {
@@ -380,7 +467,7 @@ pub fn execute(
                 cut_short,
                 true,
                 operator.clone(),
-                cancel,
+                (cancel, threads),
                 &mut |_| {},
             )
             .map(|(outcome, _)| outcome.signal_log)
@@ -420,12 +507,10 @@ fn replay_once(
     symbols: Vec<replay::SymbolCandles<'_>>,
     log_signals: bool,
     (entitlement, settings): (Entitlement, Settings),
-    cancel: &AtomicBool,
+    (cancel, threads): (&AtomicBool, usize),
     progress: &mut dyn FnMut(f64),
 ) -> ApiResult<(replay::Outcome, Trader)> {
     let request = &plan.request;
-    let plugins = WasmPlugins::start(registry, plan, CallPath::Preferred)
-        .map_err(|err| ApiError::invalid_field("strategy", err.to_string()))?;
     let bot = BotRow {
         user_id: "backtest".into(),
         id: "backtest".into(),
@@ -448,19 +533,32 @@ fn replay_once(
         settings,
     );
     trader.stats.peak_equity = request.initial_capital;
-    let mut replay = replay::Replay::new(
-        trader,
-        plugins,
-        plan.costs,
-        (request.interval.clone(), plan.interval_ms),
-        symbols,
-        request.source.clone(),
-        cancel,
-    );
-    if log_signals {
-        replay = replay.with_signal_log();
-    }
-    replay
-        .run(request.from_ms, request.to_ms, progress)
-        .map_err(|err| ApiError::invalid_field("strategy", format!("the strategy failed: {err}")))
+    // The helpers the spread starts end when the replay (holding the plugins) is done.
+    std::thread::scope(|scope| {
+        let plugins = WasmPlugins::start(registry, plan, CallPath::Preferred)
+            .map_err(|err| ApiError::invalid_field("strategy", err.to_string()))?
+            .spread_over(scope, registry, plan, threads);
+        let spread_over = plugins.spread.as_ref().map_or(1, spread::Spread::threads);
+        let mut replay = replay::Replay::new(
+            trader,
+            plugins,
+            plan.costs,
+            (request.interval.clone(), plan.interval_ms),
+            symbols,
+            request.source.clone(),
+            cancel,
+        );
+        if log_signals {
+            replay = replay.with_signal_log();
+        }
+        replay
+            .run(request.from_ms, request.to_ms, progress)
+            .map(|(mut outcome, trader)| {
+                outcome.threads = spread_over;
+                (outcome, trader)
+            })
+            .map_err(|err| {
+                ApiError::invalid_field("strategy", format!("the strategy failed: {err}"))
+            })
+    })
 }

@@ -153,6 +153,8 @@ pub struct Outcome {
     /// Days the daily loss limit stopped new entries.
     pub loss_limit_days: u64,
     pub cancelled: bool,
+    /// Threads the strategy's symbols were evaluated on (set by the run's plugins).
+    pub threads: usize,
 }
 
 /// At most this many skipped entries are kept with their reasons.

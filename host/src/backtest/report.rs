@@ -49,6 +49,10 @@ pub struct Report {
     /// Days on which the daily loss limit stopped new entries.
     pub loss_limit_days: u64,
     pub cancelled: bool,
+    /// Threads the strategy's symbols were evaluated on: more than one when the strategy
+    /// declares its symbols independent and the run may take more cores.
+    #[serde(default = "one_thread")]
+    pub threads: usize,
     /// Wall time of the replay (left out of the comparison of two runs).
     #[serde(skip)]
     pub seconds: f64,
@@ -115,6 +119,10 @@ pub struct CurvePoint {
     pub drawdown_pct: f64,
 }
 
+fn one_thread() -> usize {
+    1
+}
+
 impl Report {
     pub fn of(
         plan: &Plan,
@@ -169,6 +177,7 @@ impl Report {
             skipped_more: outcome.skipped_more,
             loss_limit_days: outcome.loss_limit_days,
             cancelled: outcome.cancelled,
+            threads: outcome.threads.max(1),
             seconds,
             lookahead: None,
         }

@@ -20,6 +20,7 @@ use crate::candles;
 use crate::engine::metrics::PerformanceMetrics;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::Channel;
+use crate::plugins::Registry;
 use crate::store::backtests::{self as rows, BacktestRow};
 use crate::store::{iso8601, new_id, now_ms, users};
 
@@ -164,6 +165,8 @@ pub struct BacktestSummary {
     pub open_positions: usize,
     pub entries_refused: u64,
     pub loss_limit_days: u64,
+    /// Threads the strategy's symbols were evaluated on.
+    pub threads: usize,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -194,7 +197,7 @@ struct Progress<'a> {
 }
 
 /// The request a body asks for, or the first field at fault.
-fn request_of(body: NewBacktest) -> ApiResult<Request> {
+fn request_of(registry: &Registry, body: NewBacktest) -> ApiResult<Request> {
     let time = |name: &str, value: &Value| -> ApiResult<i64> {
         let parsed = match value {
             Value::String(text) => candles::parse_time(text),
@@ -226,17 +229,8 @@ fn request_of(body: NewBacktest) -> ApiResult<Request> {
         };
         config.insert(key, text);
     }
-    let costs = match (body.fee_bps, body.slippage_bps, body.spread_bps) {
-        (None, None, None) => None,
-        (fee, slippage, spread) => {
-            let paper = Costs::default();
-            Some(Costs {
-                fee_bps: fee.unwrap_or(paper.fee_bps),
-                slippage_bps: slippage.unwrap_or(paper.slippage_bps),
-                spread_bps: spread.unwrap_or(paper.spread_bps),
-            })
-        }
-    };
+    let costs =
+        super::costs_overriding(registry, (body.fee_bps, body.slippage_bps, body.spread_bps));
     let lookahead_cuts = match body.lookahead_check {
         None => 0,
         Some(cuts) if (1..=super::MAX_LOOKAHEAD_CUTS as u64).contains(&cuts) => cuts as usize,
@@ -265,7 +259,7 @@ fn request_of(body: NewBacktest) -> ApiResult<Request> {
 /// Checks a run against the installed plugins and the user's plan, records it and starts it.
 pub async fn start(app: &App, user: &Principal, body: NewBacktest) -> ApiResult<BacktestView> {
     let version = body.version.clone();
-    let plan = super::plan(&app.plugins, request_of(body)?)?;
+    let plan = super::plan(&app.plugins, request_of(&app.plugins, body)?)?;
     let installed = &plan.strategy.plugin.manifest.version;
     if let Some(version) = version.filter(|v| v != installed) {
         return Err(ApiError::invalid_field(
@@ -382,7 +376,7 @@ async fn run(
             &plan,
             &candles,
             (entitlement, settings),
-            &cancel,
+            (&cancel, super::cores()),
             &mut progress,
         )
     });
@@ -630,6 +624,7 @@ fn view(row: BacktestRow, report: Option<&Report>) -> BacktestView {
             open_positions: r.open_positions.len(),
             entries_refused: r.skipped.len() as u64 + r.skipped_more,
             loss_limit_days: r.loss_limit_days,
+            threads: r.threads,
         }),
         lookahead: report.and_then(|r| r.lookahead.clone()),
     }

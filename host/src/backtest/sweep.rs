@@ -119,6 +119,8 @@ pub fn sweep(
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<Report, String>>>> = Mutex::new(vec![None; points.len()]);
+    // Threads the points do not take spread each point's symbols.
+    let spread_threads = (threads / points.len().max(1)).max(1);
     let run_point = |point: &BTreeMap<String, String>| -> Result<Report, String> {
         let mut request = base.request.clone();
         request.config.extend(point.clone());
@@ -128,7 +130,7 @@ pub fn sweep(
             &planned,
             candles,
             operator.clone(),
-            cancel,
+            (cancel, spread_threads),
             &mut |_| {},
         )
         .map_err(|err| err.message)

@@ -10,7 +10,7 @@ use clap::Args;
 use rust_decimal::Decimal;
 
 use crate::backtest::lookahead::Lookahead;
-use crate::backtest::{self, Costs, Report, Request};
+use crate::backtest::{self, Report, Request};
 use crate::billing::plans::{Entitlement, Tier};
 use crate::candles;
 use crate::config::AppConfig;
@@ -68,6 +68,10 @@ pub struct BacktestArgs {
     /// win_rate, profit_factor, max_drawdown_pct, …) or sortino_ratio.
     #[arg(long, default_value = "sharpe_ratio")]
     rank_by: String,
+    /// Threads the run may spread its symbols over, when the strategy declares them
+    /// independent (default: one per core).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: Option<u16>,
     /// Print the whole report as JSON.
     #[arg(long)]
     json: bool,
@@ -92,20 +96,10 @@ pub async fn run(config: &AppConfig, args: BacktestArgs) -> Result<()> {
             })
             .collect()
     };
-    let costs = match (args.fee_bps, args.slippage_bps, args.spread_bps) {
-        (None, None, None) => None,
-        (fee, slippage, spread) => {
-            let paper = registry
-                .active(crate::plugins::PluginKind::Broker, "paper")
-                .map(|p| Costs::of_config(&p.target.config))
-                .unwrap_or_default();
-            Some(Costs {
-                fee_bps: fee.unwrap_or(paper.fee_bps),
-                slippage_bps: slippage.unwrap_or(paper.slippage_bps),
-                spread_bps: spread.unwrap_or(paper.spread_bps),
-            })
-        }
-    };
+    let costs = backtest::costs_overriding(
+        &registry,
+        (args.fee_bps, args.slippage_bps, args.spread_bps),
+    );
     let request = Request {
         strategy: args.strategy,
         config: settings_of(&args.config)?,
@@ -176,9 +170,9 @@ pub async fn run(config: &AppConfig, args: BacktestArgs) -> Result<()> {
     let capital = crate::engine::accounting::float(plan.request.initial_capital);
     let mut settings = Settings::resolve(&Default::default(), &entitlement, capital);
     settings.trading.allowed_pairs = plan.request.symbols.clone();
+    let threads = args.threads.map_or_else(backtest::cores, usize::from);
     if !args.sweep.is_empty() {
         let grid = grid_of(&args.sweep)?;
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let show = |done: usize, total: usize| {
             if !json {
                 eprint!("\r{done}/{total} runs");
@@ -212,7 +206,7 @@ pub async fn run(config: &AppConfig, args: BacktestArgs) -> Result<()> {
             &plan,
             &candles,
             (entitlement, settings),
-            &cancel,
+            (&cancel, threads),
             &mut bar,
         )
     })?;
@@ -251,6 +245,7 @@ fn print_summary(report: &Report) {
                 report.candles as f64 / report.seconds.max(1e-9)
             ),
         ),
+        ("threads", report.threads.to_string()),
         ("trades", m.total_trades.to_string()),
         ("win rate", format!("{:.1} %", m.win_rate * 100.0)),
         ("net P&L", format!("{:.2}", m.net_pnl)),

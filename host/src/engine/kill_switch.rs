@@ -173,11 +173,14 @@ pub async fn activate(
         held_elsewhere(app, &user_ids).await?
     };
     let stopped_elsewhere = stopped_by_holders(app, &elsewhere).await?;
-    for user_id in &stopped_elsewhere {
-        tally.stopped += 1;
-        tally.active_positions +=
-            positions::count_open(&app.db.pool, &crate::store::Filter::user(user_id)).await?
-                as usize;
+    if !stopped_elsewhere.is_empty() {
+        tally.stopped += stopped_elsewhere.len();
+        tally.active_positions += positions::open_counts_by_user(&app.db.pool)
+            .await?
+            .into_iter()
+            .filter(|(user_id, _)| stopped_elsewhere.contains(user_id))
+            .map(|(_, open)| open as usize)
+            .sum::<usize>();
     }
     for user_id in user_ids.iter().filter(|u| !stopped_elsewhere.contains(*u)) {
         stop_here(
@@ -272,10 +275,9 @@ async fn stopped_by_holders(app: &App, users: &HashSet<String>) -> ApiResult<Has
     }
     let deadline = tokio::time::Instant::now() + HOLDERS_WAIT;
     loop {
-        let running: HashSet<String> = bots::resumable_bots(&app.db.pool)
+        let running: HashSet<String> = bots::resumable_user_ids(&app.db.pool)
             .await?
             .into_iter()
-            .map(|bot| bot.user_id)
             .filter(|user_id| users.contains(user_id))
             .collect();
         if running.is_empty() || tokio::time::Instant::now() >= deadline {

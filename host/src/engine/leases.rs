@@ -174,9 +174,7 @@ pub async fn hold(app: &App, cell: &Cell) -> ApiResult<bool> {
 /// Takes a lease just claimed: whatever was loaded before is dropped (it is read again under the
 /// new token), and so are the plugin stores remembered for the user (another instance wrote them).
 async fn adopt(app: &App, cell: &Cell, token: i64, at: i64) {
-    let mut trader = cell.trader.lock().await;
-    *trader = None;
-    app.plugins.runtime().forget_stores(&cell.user_id);
+    forget_loaded(app, cell, &mut *cell.trader.lock().await);
     cell.lease.set(token, valid_until(app, at));
     app.db.leases.hold(&cell.user_id, token);
 }
@@ -185,10 +183,16 @@ async fn adopt(app: &App, cell: &Cell, token: i64, at: i64) {
 /// trader is unloaded, the bot no longer scanned here, and whatever a call under way still
 /// writes for them is refused.
 fn unload(app: &App, cell: &Cell, trader: &mut Option<super::Trader>) {
-    *trader = None;
+    forget_loaded(app, cell, trader);
     cell.next_scan_at.store(IDLE, Ordering::Release);
     cell.lease.clear();
     app.db.leases.lost(&cell.user_id, now_ms());
+}
+
+/// Drops what was loaded for the user while another instance may have changed it: the trader
+/// and the plugin stores kept for them.
+fn forget_loaded(app: &App, cell: &Cell, trader: &mut Option<super::Trader>) {
+    *trader = None;
     app.plugins.runtime().forget_stores(&cell.user_id);
 }
 

@@ -22,6 +22,12 @@ pub struct Manifest {
     pub allowed_hosts: Vec<String>,
     #[serde(default)]
     pub config: BTreeMap<String, ConfigField>,
+    /// A strategy's promise that each symbol's signals depend on that symbol's candles and
+    /// position, the account and its own entries of the state alone, and come in the order of
+    /// the symbols: a backtest may then evaluate groups of a run's symbols on separate cores
+    /// and get the signals one instance would give.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub independent_symbols: bool,
 }
 
 #[derive(utoipa::ToSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,6 +107,9 @@ impl Manifest {
         }
         if self.kind != PluginKind::Broker && !self.allowed_hosts.is_empty() {
             return Err("only brokers may declare allowed_hosts".into());
+        }
+        if self.kind != PluginKind::Strategy && self.independent_symbols {
+            return Err("only strategies may declare independent_symbols".into());
         }
         if let Some(host) = self.allowed_hosts.iter().find(|h| !valid_host(h)) {
             return Err(format!("allowed host {host:?} is not a host name"));
@@ -259,6 +268,20 @@ mod tests {
             .is_err()
         );
         assert!(Manifest::from_toml("name = \"x\"\nkind = \"broker\"\nversion = \"1.0.0\"\nallowed_hosts = [\"https://a.com\"]").is_err());
+        assert!(
+            Manifest::from_toml(
+                "name = \"x\"\nkind = \"risk-rule\"\nversion = \"1.0.0\"\nindependent_symbols = true"
+            )
+            .unwrap_err()
+            .contains("independent_symbols")
+        );
+        assert!(
+            Manifest::from_toml(
+                "name = \"x\"\nkind = \"strategy\"\nversion = \"1.0.0\"\nindependent_symbols = true"
+            )
+            .unwrap()
+            .independent_symbols
+        );
         assert!(
             Manifest::from_toml(
                 "name = \"x\"\nkind = \"broker\"\nversion = \"1.0.0\"\nsurprise = 1"

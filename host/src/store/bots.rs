@@ -44,6 +44,15 @@ pub async fn resumable_bots<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<Bot
     .await)
 }
 
+/// The owners of the bots [`resumable_bots`] answers, without reading the rows.
+pub async fn resumable_user_ids<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<String>> {
+    on!(exec, |c| sqlx::query_scalar(
+        "SELECT user_id FROM bots WHERE status IN ('starting', 'running', 'paused')"
+    )
+    .fetch_all(c)
+    .await)
+}
+
 /// Writes one bot's whole row outside the books' writer (seeding a database); the same statement
 /// as [`push_upserts`].
 pub async fn upsert_bot<'e>(exec: impl Executes<'e>, bot: &BotRow, now: i64) -> sqlx::Result<()> {

@@ -102,6 +102,15 @@ pub async fn users_with_open_positions<'e>(exec: impl Executes<'e>) -> sqlx::Res
     .await)
 }
 
+/// How many positions each user holds open (users with none left out).
+pub async fn open_counts_by_user<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<(String, i64)>> {
+    on!(exec, |c| sqlx::query_as(
+        "SELECT user_id, COUNT(*) FROM positions WHERE status = 'open' GROUP BY user_id"
+    )
+    .fetch_all(c)
+    .await)
+}
+
 /// Open positions with their owners, newest first (the ledger routes' view across users).
 pub async fn open_owned(db: &Db, filter: &Filter) -> sqlx::Result<Vec<Owned<Position>>> {
     let rows: Vec<OwnedPositionRow> = on!(db, |c, DB| {

@@ -23,8 +23,8 @@ use std::collections::BTreeSet;
 use tradehost_sdk::MAX_STATE_BYTES;
 use tradehost_sdk::config::ConfigReader;
 use tradehost_sdk::indicators::{
-    MACD_STANDARD, atr, ema, is_bearish_engulfing, is_bullish_engulfing, is_hammer,
-    is_shooting_star, macd_series, rsi_series, vwap,
+    Ema, MACD_STANDARD, is_bearish_engulfing, is_bullish_engulfing, is_hammer, is_shooting_star,
+    true_range, vwap,
 };
 use tradehost_sdk::state::StateMap;
 use tradehost_sdk::strategy::{Evaluation, ScanContext};
@@ -104,89 +104,213 @@ pub struct Readings {
 
 impl Readings {
     /// `None` when there are fewer than [`MIN_CANDLES`] candles.
+    ///
+    /// Each indicator is read in one pass over the candles without a vector (a backtest reads
+    /// them at every candle): the arithmetic of the SDK's `*_series` functions in the same
+    /// order, so the same numbers to the last bit (tested against them).
     pub fn from_candles(candles: &[Candle]) -> Option<Self> {
         if candles.len() < MIN_CANDLES {
             return None;
         }
-        let closes: Vec<f64> = candles.iter().map(|c| c.close).collect();
-        let rsi = rsi_series(&closes, RSI_PERIOD);
-        let (fast, slow, signal) = MACD_STANDARD;
-        let macd = macd_series(&closes, fast, slow, signal);
+        let closes = || candles.iter().map(|c| c.close);
+        let (rsi_previous, rsi) = last_two(wilder_rsi(candles, RSI_PERIOD))?;
+        let (histogram_previous, histogram) = last_two(macd_histograms(candles))?;
         let last = candles.len() - 1;
         let previous_volumes = &candles[last - VOLUME_WINDOW..last];
         let average_volume =
             previous_volumes.iter().map(|c| c.volume).sum::<f64>() / VOLUME_WINDOW as f64;
         Some(Self {
-            price: closes[last],
-            ema21: ema(&closes, EMA_PERIOD)?,
+            price: candles[last].close,
+            ema21: Ema::new(closes(), EMA_PERIOD)?.last()?,
             vwap: vwap(candles, VWAP_WINDOW),
-            rsi_previous: rsi[rsi.len() - 2],
-            rsi: rsi[rsi.len() - 1],
-            histogram_previous: macd[macd.len() - 2].histogram,
-            histogram: macd[macd.len() - 1].histogram,
+            rsi_previous,
+            rsi,
+            histogram_previous,
+            histogram,
             previous_candle: candles[last - 1],
             last_candle: candles[last],
             volume_ratio: (average_volume > 0.0).then(|| candles[last].volume / average_volume),
-            atr: atr(candles, ATR_PERIOD)?,
+            atr: wilder_atr(candles, ATR_PERIOD)?,
         })
+    }
+}
+
+/// The last two values of a sequence.
+fn last_two(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let mut pair = None;
+    let mut previous = None;
+    for value in values {
+        if let Some(before) = previous {
+            pair = Some((before, value));
+        }
+        previous = Some(value);
+    }
+    pair
+}
+
+/// RSI with Wilder's smoothing at every position from `period` on, as `rsi_series`.
+fn wilder_rsi(candles: &[Candle], period: usize) -> impl Iterator<Item = f64> + '_ {
+    let changes = candles.windows(2).map(|pair| pair[1].close - pair[0].close);
+    let n = period as f64;
+    let mut average_gain = changes
+        .clone()
+        .take(period)
+        .map(|c| c.max(0.0))
+        .sum::<f64>()
+        / n;
+    let mut average_loss = changes
+        .clone()
+        .take(period)
+        .map(|c| (-c).max(0.0))
+        .sum::<f64>()
+        / n;
+    let first = rsi_of(average_gain, average_loss);
+    std::iter::once(first).chain(changes.skip(period).map(move |change| {
+        average_gain = (average_gain * (n - 1.0) + change.max(0.0)) / n;
+        average_loss = (average_loss * (n - 1.0) + (-change).max(0.0)) / n;
+        rsi_of(average_gain, average_loss)
+    }))
+}
+
+fn rsi_of(average_gain: f64, average_loss: f64) -> f64 {
+    if average_loss == 0.0 {
+        if average_gain == 0.0 { 50.0 } else { 100.0 }
+    } else {
+        100.0 - 100.0 / (1.0 + average_gain / average_loss)
+    }
+}
+
+/// The MACD histogram wherever the signal line is defined, as `macd_series`: the fast EMA's
+/// tail lined up with the slow one's, the signal an EMA of their difference.
+fn macd_histograms(candles: &[Candle]) -> impl Iterator<Item = f64> + '_ {
+    let (fast, slow, signal) = MACD_STANDARD;
+    let closes = || candles.iter().map(|c| c.close);
+    let line = Ema::new(closes(), fast)
+        .into_iter()
+        .flatten()
+        .skip(slow - fast)
+        .zip(Ema::new(closes(), slow).into_iter().flatten())
+        .map(|(fast, slow)| fast - slow);
+    // The signal line is an EMA of the line (seeded with the average of its first `signal`
+    // values), worked out along it rather than over a second pass of both EMAs.
+    let smoothing = 2.0 / (signal as f64 + 1.0);
+    let (mut seen, mut sum, mut current) = (0, 0.0, 0.0);
+    line.filter_map(move |value| {
+        seen += 1;
+        if seen < signal {
+            sum += value;
+            return None;
+        }
+        if seen == signal {
+            sum += value;
+            current = sum / signal as f64;
+        } else {
+            current += (value - current) * smoothing;
+        }
+        Some(value - current)
+    })
+}
+
+/// The last ATR with Wilder's smoothing, as `atr_series`.
+fn wilder_atr(candles: &[Candle], period: usize) -> Option<f64> {
+    if period == 0 || candles.len() <= period {
+        return None;
+    }
+    let ranges = candles
+        .windows(2)
+        .map(|pair| true_range(&pair[1], pair[0].close));
+    let n = period as f64;
+    let first = ranges.clone().take(period).sum::<f64>() / n;
+    Some(
+        ranges
+            .skip(period)
+            .fold(first, |current, range| (current * (n - 1.0) + range) / n),
+    )
+}
+
+/// Which of the five conditions `side` meets: worked out at every candle, described only for
+/// a signal's reason.
+#[derive(Debug, Clone, Copy)]
+struct Conditions {
+    side: Side,
+    /// Near EMA21, near VWAP.
+    value_zone: (bool, bool),
+    rsi: bool,
+    pattern: Option<&'static str>,
+    histogram: bool,
+    volume: Option<f64>,
+}
+
+impl Conditions {
+    fn of(readings: &Readings, side: Side) -> Self {
+        let near = |value: f64| (readings.price / value - 1.0).abs() * 100.0 <= NEAR_VALUE_PCT;
+        let (zone, moving_right_way) = match side {
+            Side::Long => (LONG_RSI_ZONE, readings.rsi > readings.rsi_previous),
+            Side::Short => (SHORT_RSI_ZONE, readings.rsi < readings.rsi_previous),
+        };
+        let (previous, last) = (&readings.previous_candle, &readings.last_candle);
+        let pattern = match side {
+            Side::Long if is_bullish_engulfing(previous, last) => Some("bullish engulfing"),
+            Side::Long if is_hammer(last) => Some("hammer"),
+            Side::Short if is_bearish_engulfing(previous, last) => Some("bearish engulfing"),
+            Side::Short if is_shooting_star(last) => Some("shooting star"),
+            _ => None,
+        };
+        Conditions {
+            side,
+            value_zone: (near(readings.ema21), readings.vwap.is_some_and(near)),
+            rsi: (zone.0..=zone.1).contains(&readings.rsi) && moving_right_way,
+            pattern,
+            histogram: match side {
+                Side::Long => readings.histogram > readings.histogram_previous,
+                Side::Short => readings.histogram < readings.histogram_previous,
+            },
+            volume: readings
+                .volume_ratio
+                .filter(|ratio| *ratio >= MIN_VOLUME_RATIO),
+        }
+    }
+
+    fn score(&self) -> usize {
+        usize::from(self.value_zone.0 || self.value_zone.1)
+            + usize::from(self.rsi)
+            + usize::from(self.pattern.is_some())
+            + usize::from(self.histogram)
+            + usize::from(self.volume.is_some())
+    }
+
+    fn describe(&self, readings: &Readings) -> Vec<String> {
+        let direction = match self.side {
+            Side::Long => "rising",
+            Side::Short => "falling",
+        };
+        let mut met = Vec::new();
+        match self.value_zone {
+            (true, true) => met.push("price within 0.5% of EMA21 and VWAP".to_owned()),
+            (true, false) => met.push("price within 0.5% of EMA21".to_owned()),
+            (false, true) => met.push("price within 0.5% of VWAP".to_owned()),
+            (false, false) => {}
+        }
+        if self.rsi {
+            met.push(format!("RSI {:.1} {direction}", readings.rsi));
+        }
+        met.extend(self.pattern.map(str::to_owned));
+        if self.histogram {
+            met.push(format!("MACD histogram {direction}"));
+        }
+        if let Some(ratio) = self.volume {
+            met.push(format!(
+                "volume {:.0}% of the {VOLUME_WINDOW}-candle average",
+                ratio * 100.0
+            ));
+        }
+        met
     }
 }
 
 /// The conditions met for `side`, each described for the signal's reason.
 pub fn conditions_met(readings: &Readings, side: Side) -> Vec<String> {
-    let mut met = Vec::new();
-
-    let near = |value: f64| (readings.price / value - 1.0).abs() * 100.0 <= NEAR_VALUE_PCT;
-    match (near(readings.ema21), readings.vwap.is_some_and(near)) {
-        (true, true) => met.push("price within 0.5% of EMA21 and VWAP".to_owned()),
-        (true, false) => met.push("price within 0.5% of EMA21".to_owned()),
-        (false, true) => met.push("price within 0.5% of VWAP".to_owned()),
-        (false, false) => {}
-    }
-
-    let (zone, moving_right_way, direction) = match side {
-        Side::Long => (
-            LONG_RSI_ZONE,
-            readings.rsi > readings.rsi_previous,
-            "rising",
-        ),
-        Side::Short => (
-            SHORT_RSI_ZONE,
-            readings.rsi < readings.rsi_previous,
-            "falling",
-        ),
-    };
-    if (zone.0..=zone.1).contains(&readings.rsi) && moving_right_way {
-        met.push(format!("RSI {:.1} {direction}", readings.rsi));
-    }
-
-    let (previous, last) = (&readings.previous_candle, &readings.last_candle);
-    let pattern = match side {
-        Side::Long if is_bullish_engulfing(previous, last) => Some("bullish engulfing"),
-        Side::Long if is_hammer(last) => Some("hammer"),
-        Side::Short if is_bearish_engulfing(previous, last) => Some("bearish engulfing"),
-        Side::Short if is_shooting_star(last) => Some("shooting star"),
-        _ => None,
-    };
-    met.extend(pattern.map(str::to_owned));
-
-    let histogram_agrees = match side {
-        Side::Long => readings.histogram > readings.histogram_previous,
-        Side::Short => readings.histogram < readings.histogram_previous,
-    };
-    if histogram_agrees {
-        met.push(format!("MACD histogram {direction}"));
-    }
-
-    if let Some(ratio) = readings.volume_ratio
-        && ratio >= MIN_VOLUME_RATIO
-    {
-        met.push(format!(
-            "volume {:.0}% of the {VOLUME_WINDOW}-candle average",
-            ratio * 100.0
-        ));
-    }
-    met
+    Conditions::of(readings, side).describe(readings)
 }
 
 /// Entry size in percent of equity for a score.
@@ -243,23 +367,32 @@ pub fn decide_on_readings(
     held: Option<Side>,
     account: &Account,
 ) -> Option<Signal> {
-    let long = conditions_met(readings, Side::Long);
-    let short = conditions_met(readings, Side::Short);
+    let long = Conditions::of(readings, Side::Long);
+    let short = Conditions::of(readings, Side::Short);
+    let (long_score, short_score) = (long.score(), short.score());
     match held {
-        Some(Side::Long) if short.len() >= ENTRY_SCORE => {
-            Some(close_signal(symbol, Side::Long, &short))
+        Some(Side::Long) if short_score >= ENTRY_SCORE => {
+            Some(close_signal(symbol, Side::Long, &short.describe(readings)))
         }
-        Some(Side::Short) if long.len() >= ENTRY_SCORE => {
-            Some(close_signal(symbol, Side::Short, &long))
+        Some(Side::Short) if long_score >= ENTRY_SCORE => {
+            Some(close_signal(symbol, Side::Short, &long.describe(readings)))
         }
         Some(_) => None,
         // A tie means the evidence disagrees with itself: stay out.
-        None if long.len() >= ENTRY_SCORE && long.len() > short.len() => {
-            entry_signal(symbol, Side::Long, &long, readings, account)
-        }
-        None if short.len() >= ENTRY_SCORE && short.len() > long.len() => {
-            entry_signal(symbol, Side::Short, &short, readings, account)
-        }
+        None if long_score >= ENTRY_SCORE && long_score > short_score => entry_signal(
+            symbol,
+            Side::Long,
+            &long.describe(readings),
+            readings,
+            account,
+        ),
+        None if short_score >= ENTRY_SCORE && short_score > long_score => entry_signal(
+            symbol,
+            Side::Short,
+            &short.describe(readings),
+            readings,
+            account,
+        ),
         None => None,
     }
 }

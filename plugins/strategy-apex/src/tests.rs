@@ -391,3 +391,91 @@ fn configuration_and_manifest() {
     assert!(manifest.contains("kind = \"strategy\""));
     assert!(manifest.contains("[config.interval]"));
 }
+
+/// The readings as first written, from the SDK's series functions: the reference the one-pass
+/// reading must match to the last bit.
+fn readings_from_series(candles: &[Candle]) -> Option<Readings> {
+    use tradehost_sdk::indicators::{atr, ema, macd_series, rsi_series};
+    if candles.len() < MIN_CANDLES {
+        return None;
+    }
+    let closes: Vec<f64> = candles.iter().map(|c| c.close).collect();
+    let rsi = rsi_series(&closes, RSI_PERIOD);
+    let (fast, slow, signal) = MACD_STANDARD;
+    let macd = macd_series(&closes, fast, slow, signal);
+    let last = candles.len() - 1;
+    let average_volume = candles[last - VOLUME_WINDOW..last]
+        .iter()
+        .map(|c| c.volume)
+        .sum::<f64>()
+        / VOLUME_WINDOW as f64;
+    Some(Readings {
+        price: closes[last],
+        ema21: ema(&closes, EMA_PERIOD)?,
+        vwap: vwap(candles, VWAP_WINDOW),
+        rsi_previous: rsi[rsi.len() - 2],
+        rsi: rsi[rsi.len() - 1],
+        histogram_previous: macd[macd.len() - 2].histogram,
+        histogram: macd[macd.len() - 1].histogram,
+        previous_candle: candles[last - 1],
+        last_candle: candles[last],
+        volume_ratio: (average_volume > 0.0).then(|| candles[last].volume / average_volume),
+        atr: atr(candles, ATR_PERIOD)?,
+    })
+}
+
+#[test]
+fn one_pass_readings_equal_the_series_functions_to_the_last_bit() {
+    // A random walk with flat stretches (no change, no volume) among the moves.
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut price = 100.0;
+    let walk: Vec<Candle> = (0..400)
+        .map(|i| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let step = if i % 37 < 3 {
+                0.0
+            } else {
+                ((state >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * price * 0.01
+            };
+            let open = price;
+            price = (price + step).max(0.01);
+            let volume = if i % 53 < 2 {
+                0.0
+            } else {
+                (state % 1000) as f64
+            };
+            Candle {
+                volume,
+                ..candle(i, open, price, 0.0)
+            }
+        })
+        .collect();
+    let bits = |r: &Readings| {
+        [
+            r.price,
+            r.ema21,
+            r.vwap.unwrap_or(-1.0),
+            r.rsi_previous,
+            r.rsi,
+            r.histogram_previous,
+            r.histogram,
+            r.volume_ratio.unwrap_or(-1.0),
+            r.atr,
+        ]
+        .map(f64::to_bits)
+    };
+    let mut compared = 0;
+    for end in MIN_CANDLES - 2..=walk.len() {
+        let window = &walk[end.saturating_sub(200)..end];
+        let (one_pass, reference) = (Readings::from_candles(window), readings_from_series(window));
+        assert_eq!(one_pass.is_some(), reference.is_some(), "{end}");
+        if let (Some(one_pass), Some(reference)) = (one_pass, reference) {
+            assert_eq!(bits(&one_pass), bits(&reference), "window ending at {end}");
+            assert_eq!(one_pass, reference);
+            compared += 1;
+        }
+    }
+    assert!(compared > 300, "{compared}");
+}
