@@ -6,7 +6,7 @@
 //! `BENCH_INTERVAL=1m` for one-minute candles):
 //! - ema-cross and apex over one symbol, each with one instance for the run and, as the
 //!   reference, a fresh instance per step;
-//! - ema-cross over 4 and over `BENCH_SYMBOLS` (default 20) symbols in one run, and apex over
+//! - ema-cross over 10 and over `BENCH_SYMBOLS` (default 20) symbols in one run, and apex over
 //!   `BENCH_SYMBOLS`, each on one thread and spread over every core;
 //! - two one-symbol runs at once against the same two one after the other (the cores);
 //! - a sweep of 4 configurations on every core against the same on one thread;
@@ -345,7 +345,7 @@ async fn main() {
     // One run's symbols on one thread, then spread over every core.
     let cores = backtest::cores();
     for (strategy, count) in [
-        ("ema-cross", 4),
+        ("ema-cross", 10),
         ("ema-cross", symbol_count),
         ("apex", symbol_count),
     ] {

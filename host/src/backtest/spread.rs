@@ -17,8 +17,9 @@ use crate::plugins::bindings::strategy_replay::exports::tradehost::plugin::repla
 use crate::plugins::bindings::types::Signal;
 
 /// Fewer symbols than this in a group cost more in handing work between threads than the
-/// group's evaluation takes.
-pub const MIN_SYMBOLS_PER_GROUP: usize = 2;
+/// group's evaluation saves (measured: four symbols on two threads ran at 0.76× one thread,
+/// twenty at 1.19–1.27×; docs/benchmarks.md).
+pub const MIN_SYMBOLS_PER_GROUP: usize = 5;
 
 /// What a group's instance is asked.
 pub enum Work {
@@ -229,9 +230,10 @@ mod tests {
         assert_eq!(groups(1, 2), vec![0..1]);
         assert_eq!(groups(0, 2), vec![0..0]);
         assert_eq!(group_count(2, 20), 2);
-        assert_eq!(group_count(2, 3), 1);
+        assert_eq!(group_count(2, 9), 1);
+        assert_eq!(group_count(2, 10), 2);
         assert_eq!(group_count(1, 20), 1);
-        assert_eq!(group_count(8, 5), 2);
+        assert_eq!(group_count(8, 23), 4);
     }
 
     fn key(i: usize) -> SeriesKey {
