@@ -131,11 +131,12 @@ async fn a_sign_out_on_one_instance_refuses_the_token_on_the_other_at_once() {
 
 /// The kill switch, switched on instance one, stops the bots instance two scans within a second:
 /// instance two stops and saves them, and instance one's answer counts them without taking them
-/// over.
+/// over. Leases live a minute here, so that sharing the bots out (a round every quarter of that)
+/// moves none to instance one during the test.
 #[tokio::test]
 async fn the_kill_switch_stops_bots_on_every_instance_within_a_second() {
     let redis = OwnRedis::start().unwrap();
-    let (one, two) = two_instances(&redis).await;
+    let (one, two) = two_instances_with(&redis, &[("TRADEHOST_BOT_LEASE_TTL", "60")]).await;
     quiet_strategy(&one).await;
     let mut tokens = Vec::new();
     for n in 0..4 {

@@ -57,9 +57,8 @@ struct Helper {
 /// The groups after the first, each on a helper thread of `scope`.
 pub struct Spread {
     helpers: Vec<Helper>,
-    /// The series of every group, the first one the run's own; set by [`Spread::begin`].
-    groups: Vec<Range<usize>>,
-    /// Each series' group and its index within the group.
+    /// Each series' group (the first one the run's own) and its index within the group; set by
+    /// [`Spread::begin`].
     place: Vec<(usize, u32)>,
 }
 
@@ -93,7 +92,6 @@ impl Spread {
             .collect();
         Spread {
             helpers,
-            groups: Vec::new(),
             place: Vec::new(),
         }
     }
@@ -111,9 +109,8 @@ impl Spread {
         window: u32,
         local: impl FnOnce(&[SeriesKey]) -> Result<(), String>,
     ) -> Result<(), String> {
-        self.groups = groups(series.len(), self.helpers.len() + 1);
-        self.place = self
-            .groups
+        let groups = groups(series.len(), self.helpers.len() + 1);
+        self.place = groups
             .iter()
             .enumerate()
             .flat_map(|(group, range)| {
@@ -122,10 +119,10 @@ impl Spread {
                     .map(move |i| (group, (i - range.start) as u32))
             })
             .collect();
-        for (helper, range) in self.helpers.iter().zip(&self.groups[1..]) {
+        for (helper, range) in self.helpers.iter().zip(&groups[1..]) {
             send(helper, Work::Begin(series[range.clone()].to_vec(), window))?;
         }
-        let first = local(&series[self.groups[0].clone()]);
+        let first = local(&series[groups[0].clone()]);
         let rest = self.answers();
         first?;
         rest.map(drop)
@@ -138,7 +135,9 @@ impl Spread {
         ctx: &StepContext,
         local: impl FnOnce(&StepContext) -> Result<Vec<Signal>, String>,
     ) -> Result<Vec<Signal>, String> {
-        let mut closed: Vec<Vec<ClosedCandle>> = vec![Vec::new(); self.groups.len()];
+        // Groups are contiguous, so the last series' group is the last group.
+        let count = self.place.last().map_or(1, |&(group, _)| group + 1);
+        let mut closed: Vec<Vec<ClosedCandle>> = vec![Vec::new(); count];
         for candle in &ctx.closed {
             let (group, series) = self.place[candle.series as usize];
             closed[group].push(ClosedCandle {
@@ -146,25 +145,19 @@ impl Spread {
                 candle: candle.candle,
             });
         }
+        let part = |closed| StepContext {
+            scan_id: ctx.scan_id.clone(),
+            now_ms: ctx.now_ms,
+            closed,
+            positions: ctx.positions.clone(),
+            account: ctx.account.clone(),
+        };
         let mut closed = closed.into_iter();
         let own = closed.next().unwrap_or_default();
         for (helper, closed) in self.helpers.iter().zip(closed) {
-            let part = StepContext {
-                scan_id: ctx.scan_id.clone(),
-                now_ms: ctx.now_ms,
-                closed,
-                positions: ctx.positions.clone(),
-                account: ctx.account.clone(),
-            };
-            send(helper, Work::Step(part))?;
+            send(helper, Work::Step(part(closed)))?;
         }
-        let first = local(&StepContext {
-            scan_id: ctx.scan_id.clone(),
-            now_ms: ctx.now_ms,
-            closed: own,
-            positions: ctx.positions.clone(),
-            account: ctx.account.clone(),
-        });
+        let first = local(&part(own));
         // Every helper's answer is taken before an error returns, so none is left behind.
         let rest = self.answers();
         let mut signals = first?;

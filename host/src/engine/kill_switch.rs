@@ -142,14 +142,11 @@ pub async fn activate(
     .await?;
     tx.commit().await?;
     app.engine.kill_switch_seen.store(now_ms(), true);
-    app.cluster.send(Message::KillSwitch { active: true });
 
-    // Every bot the database knows as active, plus any loaded in memory.
-    let mut user_ids: Vec<String> = bots::resumable_bots(&app.db.pool)
-        .await?
-        .into_iter()
-        .map(|bot| bot.user_id)
-        .collect();
+    // Every bot the database knows as active, plus any loaded in memory. Read before the other
+    // instances hear of the switch: those they stop from then on are still counted here.
+    let mut user_ids: Vec<String> = bots::resumable_user_ids(&app.db.pool).await?;
+    app.cluster.send(Message::KillSwitch { active: true });
     for cell in app.engine.cells.iter() {
         if cell.next_scan_at.load(Ordering::Acquire) != IDLE && !user_ids.contains(&cell.user_id) {
             user_ids.push(cell.user_id.clone());
