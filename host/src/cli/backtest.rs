@@ -9,6 +9,7 @@ use anyhow::{Context, Result, anyhow};
 use clap::Args;
 use rust_decimal::Decimal;
 
+use super::candles::time_arg;
 use crate::backtest::lookahead::Lookahead;
 use crate::backtest::{self, Report, Request};
 use crate::billing::plans::{Entitlement, Tier};
@@ -81,11 +82,6 @@ pub async fn run(config: &AppConfig, args: BacktestArgs) -> Result<()> {
     let db = Db::connect(&config.database_url).await?;
     db.migrate().await?;
     let registry = crate::plugins::load(config, Some(db.clone())).await?;
-    let time = |name: &str, text: &str| {
-        candles::parse_time(text).ok_or_else(|| {
-            anyhow!("--{name} {text:?} is not a time (ISO 8601, a date, or epoch ms)")
-        })
-    };
     let settings_of = |pairs: &[String]| -> Result<_> {
         pairs
             .iter()
@@ -110,9 +106,9 @@ pub async fn run(config: &AppConfig, args: BacktestArgs) -> Result<()> {
         } else {
             args.source
         },
-        from_ms: time("from", &args.from)?,
+        from_ms: time_arg("from", &args.from)?,
         to_ms: match &args.to {
-            Some(to) => time("to", to)?,
+            Some(to) => time_arg("to", to)?,
             None => now_ms(),
         },
         initial_capital: args.capital,

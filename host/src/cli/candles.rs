@@ -162,7 +162,8 @@ pub async fn run(config: &AppConfig, command: CandlesCommand) -> Result<()> {
     }
 }
 
-fn time_arg(name: &str, text: &str) -> Result<i64> {
+/// The time given to the option `--name`.
+pub(super) fn time_arg(name: &str, text: &str) -> Result<i64> {
     candles::parse_time(text).ok_or_else(|| {
         anyhow::anyhow!("--{name} {text:?} is not a time (ISO 8601, a date, or epoch ms)")
     })
