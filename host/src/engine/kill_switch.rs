@@ -147,15 +147,18 @@ pub async fn activate(
     // instances hear of the switch: those they stop from then on are still counted here.
     let mut user_ids: Vec<String> = bots::resumable_user_ids(&app.db.pool).await?;
     app.cluster.send(Message::KillSwitch { active: true });
+    // Each user once, in the order found (a set beside the list: thousands of users).
+    let mut listed: HashSet<String> = user_ids.iter().cloned().collect();
     for cell in app.engine.cells.iter() {
-        if cell.next_scan_at.load(Ordering::Acquire) != IDLE && !user_ids.contains(&cell.user_id) {
+        if cell.next_scan_at.load(Ordering::Acquire) != IDLE && listed.insert(cell.user_id.clone())
+        {
             user_ids.push(cell.user_id.clone());
         }
     }
     // Closing everything reaches positions whose bot is not running too.
     if request.close_all_positions {
         for user_id in positions::users_with_open_positions(&app.db.pool).await? {
-            if !user_ids.contains(&user_id) {
+            if listed.insert(user_id.clone()) {
                 user_ids.push(user_id);
             }
         }
