@@ -63,8 +63,9 @@ pub struct SymbolCandles<'c> {
     closed: usize,
     /// Candles before this one have been handed to a strategy that takes steps.
     sent: usize,
-    /// The last close as the books' decimal, converted once per candle.
-    mark: Option<Decimal>,
+    /// The last close as the books' decimal: converted once per candle, and only when a
+    /// position is marked with it (`None` until then).
+    mark: Option<Option<Decimal>>,
 }
 
 impl<'c> SymbolCandles<'c> {
@@ -86,7 +87,14 @@ impl<'c> SymbolCandles<'c> {
 
     fn close_through(&mut self, closed: usize) {
         self.closed = closed;
-        self.mark = self.last_close().and_then(decimal);
+        self.mark = None;
+    }
+
+    fn mark(&mut self) -> Option<Decimal> {
+        if self.mark.is_none() {
+            self.mark = Some(self.last_close().and_then(decimal));
+        }
+        self.mark.flatten()
     }
 
     fn last_close(&self) -> Option<f64> {
@@ -338,9 +346,9 @@ impl<'a, P: Plugins> Replay<'a, P> {
         for position in &mut self.trader.positions {
             let price = self
                 .symbols
-                .iter()
+                .iter_mut()
                 .find(|s| s.symbol == position.symbol)
-                .and_then(|s| s.mark);
+                .and_then(SymbolCandles::mark);
             if let Some(price) = price {
                 position.mark(price);
             }

@@ -9,6 +9,8 @@
 //! - [`indicators`] are pure technical indicators; [`config`] reads typed configuration values;
 //!   [`state`] keeps small per-symbol memos in a strategy's state blob; [`store`] is a broker's
 //!   durable storage for the account a call is made for.
+//! - [`allocator`] is every guest's global allocator for small objects (the default feature
+//!   `small-object-allocator`; a guest that brings its own builds the SDK without it).
 //!
 //! Everything except the `host` imports is plain Rust and works on any target, so plugin logic
 //! can be unit-tested natively; the imports only do something inside a component.
@@ -17,6 +19,7 @@
 // from plugin crates.
 extern crate self as tradehost_sdk;
 
+pub mod allocator;
 pub mod config;
 pub mod indicators;
 pub mod replay;
@@ -79,6 +82,14 @@ pub use broker::export_broker;
 pub use risk_rule::export_risk_rule;
 pub use strategy::export_strategy;
 pub use strategy::tradehost::plugin::{host, types};
+
+#[cfg(all(
+    feature = "small-object-allocator",
+    target_arch = "wasm32",
+    not(target_feature = "atomics")
+))]
+#[global_allocator]
+static ALLOCATOR: allocator::SmallObjects = allocator::SmallObjects::new();
 
 /// The most a strategy may hand back as `state` (the host refuses more).
 pub const MAX_STATE_BYTES: usize = 64 * 1024;
