@@ -66,7 +66,8 @@ impl Stats {
 
     /// How far below the peak equity is, in percent (a positive number).
     pub fn drawdown_pct(&self, equity: Decimal) -> f64 {
-        if self.peak_equity <= Decimal::ZERO {
+        // At or above the peak (every new high) there is no drawdown and nothing to divide.
+        if self.peak_equity <= Decimal::ZERO || equity >= self.peak_equity {
             return 0.0;
         }
         (accounting::float((self.peak_equity - equity) / self.peak_equity) * 100.0).max(0.0)

@@ -14,7 +14,6 @@ mod component;
 
 use tradehost_sdk::MAX_STATE_BYTES;
 use tradehost_sdk::config::ConfigReader;
-use tradehost_sdk::indicators::Ema;
 use tradehost_sdk::state::StateMap;
 use tradehost_sdk::strategy::{Evaluation, ScanContext};
 use tradehost_sdk::types::{
@@ -122,8 +121,36 @@ impl Config {
 /// One scan: signals for the symbols whose EMAs crossed, and the updated memo of crossovers.
 pub fn evaluate(ctx: &ScanContext, config: &Config) -> Result<Evaluation, PluginError> {
     config.validate()?;
-    let previous = StateMap::decode(&ctx.state);
-    let mut next = StateMap::new();
+    LAST_STATE.with_borrow_mut(|last| {
+        if last.blob != ctx.state {
+            last.memos = StateMap::decode(&ctx.state);
+            last.blob.clone_from(&ctx.state);
+        }
+        let evaluation = evaluate_with(ctx, config, &last.memos);
+        if evaluation.state != last.blob {
+            // A changed state is decoded when it comes back (a crossover's scan, rarely).
+            *last = LastState::default();
+        }
+        Ok(evaluation)
+    })
+}
+
+/// The state blob an instance was last given, decoded: a backtest's instance is handed back
+/// the state it returned on every step, and decoding it again cost a few per cent of a step.
+#[derive(Default)]
+struct LastState {
+    blob: Vec<u8>,
+    memos: StateMap,
+}
+
+thread_local! {
+    static LAST_STATE: std::cell::RefCell<LastState> = std::cell::RefCell::default();
+}
+
+fn evaluate_with(ctx: &ScanContext, config: &Config, previous: &StateMap) -> Evaluation {
+    // Most scans change no memo: the state is then the previous one, not written again.
+    let mut memos: Vec<(&str, Memo)> = Vec::new();
+    let mut unchanged = true;
     let mut signals = Vec::new();
     let ours = |s: &&Series| s.interval == config.interval;
     for (i, series) in ctx.market.iter().enumerate().filter(|(_, s)| ours(s)) {
@@ -138,14 +165,19 @@ pub fn evaluate(ctx: &ScanContext, config: &Config) -> Result<Evaluation, Plugin
         let memo = previous.get(&series.symbol).and_then(Memo::parse);
         let decision = decide(series, &ctx.positions, &ctx.account, config, memo);
         signals.extend(decision.signal);
-        if let Some(memo) = decision.memo {
-            next.insert(&series.symbol, &memo.encode());
-        }
+        unchanged &= decision.memo == memo;
+        memos.extend(decision.memo.map(|memo| (series.symbol.as_str(), memo)));
     }
-    Ok(Evaluation {
-        signals,
-        state: next.encode(MAX_STATE_BYTES),
-    })
+    let state = if unchanged && memos.len() == previous.len() {
+        previous.encode(MAX_STATE_BYTES)
+    } else {
+        let mut next = StateMap::new();
+        for (symbol, memo) in memos {
+            next.insert(symbol, &memo.encode());
+        }
+        next.encode(MAX_STATE_BYTES)
+    };
+    Evaluation { signals, state }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,32 +260,105 @@ struct Reading {
     price: f64,
 }
 
-/// Both EMAs in one pass over the closes, keeping only the last gaps the lookback reads.
+/// The seeded EMA's first value: the mean of the first `period` closes, summed in order.
+fn ema_seed(candles: &[Candle], period: usize) -> f64 {
+    let mut sum = 0.0;
+    for candle in &candles[..period] {
+        sum += candle.close;
+    }
+    sum / period as f64
+}
+
+/// Candles an EMA is moved over in one jump.
+const JUMP: usize = 4;
+
+/// An EMA's smoothing `a` and the weights of a jump over [`JUMP`] candles.
+///
+/// One candle moves the EMA by `a × (close − ema)`; [`JUMP`] candles move it by the sum of
+/// `a × (1 − a)^(JUMP − k) × (close_k − ema)` over the jump's closes (`k` = 1 … JUMP), all taken from the EMA
+/// before the jump. The update is then one dependent step per jump instead of one per candle
+/// (the per-candle chain was most of a scan's time), and a flat market leaves the EMA exactly
+/// at its price, as the per-candle update does.
+#[derive(Clone, Copy)]
+struct Smoothing {
+    a: f64,
+    jump: [f64; JUMP],
+}
+
+impl Smoothing {
+    fn new(period: usize) -> Self {
+        let a = 2.0 / (period as f64 + 1.0);
+        let mut jump = [a; JUMP];
+        for k in (0..JUMP - 1).rev() {
+            jump[k] = jump[k + 1] * (1.0 - a);
+        }
+        Smoothing { a, jump }
+    }
+
+    fn step(&self, ema: f64, close: f64) -> f64 {
+        ema + (close - ema) * self.a
+    }
+
+    fn jump(&self, ema: f64, closes: &[Candle]) -> f64 {
+        let [m0, m1, m2, m3]: [f64; JUMP] =
+            std::array::from_fn(|k| (closes[k].close - ema) * self.jump[k]);
+        ema + ((m0 + m1) + (m2 + m3))
+    }
+
+    /// The EMA after every candle of `candles`.
+    fn over(&self, mut ema: f64, candles: &[Candle]) -> f64 {
+        let mut jumps = candles.chunks_exact(JUMP);
+        for closes in &mut jumps {
+            ema = self.jump(ema, closes);
+        }
+        for candle in jumps.remainder() {
+            ema = self.step(ema, candle.close);
+        }
+        ema
+    }
+}
+
+/// Both EMAs (seeded with the mean of their first period, as the SDK's `Ema`), keeping only the
+/// last gaps the lookback reads.
 fn read_crossovers(candles: &[Candle], config: &Config) -> Option<Reading> {
-    let closes = || candles.iter().map(|c| c.close);
-    let fast = Ema::new(closes(), config.fast_period)?;
-    let slow = Ema::new(closes(), config.slow_period)?;
-    // Both series end at the last candle: the longer one starts later.
-    let fast_len = candles.len() + 1 - config.fast_period;
-    let slow_len = candles.len() + 1 - config.slow_period;
-    let len = fast_len.min(slow_len);
+    let (fast_period, slow_period) = (config.fast_period, config.slow_period);
+    let n = candles.len();
+    if fast_period == 0 || slow_period == 0 || n < fast_period.max(slow_period) {
+        return None;
+    }
+    // Both series end at the last candle: the longer period's starts later, at `offset`.
+    let offset = fast_period.max(slow_period) - 1;
+    let len = n - offset;
     if len < 2 {
         return None;
     }
-    let offset = candles.len() - len;
-    // gaps[k] belongs to candle offset + first + k, for the last LOOKBACK + 1 positions.
+    let (fast, slow) = (Smoothing::new(fast_period), Smoothing::new(slow_period));
+    let mut fast_ema = fast.over(
+        ema_seed(candles, fast_period),
+        &candles[fast_period..=offset],
+    );
+    let mut slow_ema = slow.over(
+        ema_seed(candles, slow_period),
+        &candles[slow_period..=offset],
+    );
+    // gaps[k] belongs to candle offset + first + k, for the last LOOKBACK + 1 positions; both
+    // EMAs jump together up to the first of them, their chains side by side.
     let first = len.saturating_sub(CROSS_LOOKBACK_CANDLES + 1);
+    let mut jumps = candles[offset + 1..=offset + first].chunks_exact(JUMP);
+    for closes in &mut jumps {
+        fast_ema = fast.jump(fast_ema, closes);
+        slow_ema = slow.jump(slow_ema, closes);
+    }
+    for candle in jumps.remainder() {
+        fast_ema = fast.step(fast_ema, candle.close);
+        slow_ema = slow.step(slow_ema, candle.close);
+    }
     let mut gaps = [0.0; CROSS_LOOKBACK_CANDLES + 1];
-    let (mut fast_ema, mut slow_ema) = (0.0, 0.0);
-    for (j, (f, s)) in fast
-        .skip(fast_len - len)
-        .zip(slow.skip(slow_len - len))
-        .enumerate()
-    {
-        if j >= first {
-            gaps[j - first] = f - s;
-        }
-        (fast_ema, slow_ema) = (f, s);
+    gaps[0] = fast_ema - slow_ema;
+    for (k, candle) in candles[offset + first + 1..].iter().enumerate() {
+        fast_ema = fast.step(fast_ema, candle.close);
+        slow_ema = slow.step(slow_ema, candle.close);
+        gaps[k + 1] = fast_ema - slow_ema;
     }
     let kept = len - first;
     let gap = |j: usize| gaps[j - first];
@@ -281,7 +386,7 @@ fn read_crossovers(candles: &[Candle], config: &Config) -> Option<Reading> {
         trend,
         fast_ema,
         slow_ema,
-        price: candles[candles.len() - 1].close,
+        price: candles[n - 1].close,
     })
 }
 

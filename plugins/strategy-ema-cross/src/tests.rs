@@ -160,6 +160,49 @@ fn a_retried_scan_or_a_later_candle_does_not_signal_twice() {
 }
 
 #[test]
+fn memos_of_symbols_left_out_of_a_scan_are_dropped_and_the_rest_kept() {
+    let closes = falling_then_rising();
+    let cross = first_cross(&closes, Direction::Up);
+    let both = vec![
+        series("BTC-USD", "1m", &closes[..=cross]),
+        series("ETH-USD", "1m", &closes[..=cross]),
+    ];
+    let first = run(&context(both, vec![], vec![]));
+    assert_eq!(first.signals.len(), 2);
+    let memos = StateMap::decode(&first.state);
+    assert_eq!(memos.len(), 2);
+
+    // No crossover changes, but ETH-USD is no longer scanned: only BTC-USD's memo stays.
+    let one = vec![series("BTC-USD", "1m", &closes[..=cross + 1])];
+    let later = run(&context(one, vec![], first.state.clone()));
+    assert!(later.signals.is_empty());
+    let kept = StateMap::decode(&later.state);
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept.get("BTC-USD"), memos.get("BTC-USD"));
+    assert!(later.state.len() < first.state.len());
+
+    // Too few candles for ETH-USD's EMAs: what was known of it is kept as it was.
+    let short = vec![
+        series("BTC-USD", "1m", &closes[..=cross + 1]),
+        series("ETH-USD", "1m", &closes[..5]),
+    ];
+    let again = run(&context(short, vec![], first.state.clone()));
+    assert!(again.signals.is_empty());
+    assert_eq!(again.state, first.state);
+
+    // The instance remembers the state it was last given decoded; another state is read anew.
+    let both = vec![
+        series("BTC-USD", "1m", &closes[..=cross]),
+        series("ETH-USD", "1m", &closes[..=cross]),
+    ];
+    let fresh = run(&context(both.clone(), vec![], vec![]));
+    assert_eq!(fresh, first);
+    let remembered = run(&context(both, vec![], later.state.clone()));
+    assert_eq!(remembered.signals.len(), 1);
+    assert_eq!(remembered.signals[0].symbol, "ETH-USD");
+}
+
+#[test]
 fn a_crossover_counts_for_three_candles() {
     let closes = falling_then_rising();
     let cross = first_cross(&closes, Direction::Up);
@@ -465,11 +508,13 @@ fn read_crossovers_by_series(candles: &[Candle], config: &Config) -> Option<Read
 }
 
 #[test]
-fn the_one_pass_reading_is_the_reading_of_whole_series() {
+fn the_reading_is_the_reading_of_whole_series() {
     let closes: Vec<f64> = (0..260)
         .map(|i| 100.0 + ((i * 7919) % 41) as f64 / 3.0 - (i % 13) as f64 * 0.7)
         .collect();
     let all = candles(&closes);
+    let close_to = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1.0);
+    let mut compared = 0;
     for (fast_period, slow_period) in [(9, 21), (2, 3), (5, 200), (12, 26)] {
         let config = Config {
             fast_period,
@@ -478,11 +523,43 @@ fn the_one_pass_reading_is_the_reading_of_whole_series() {
         };
         for end in 0..=all.len() {
             let window = &all[end.saturating_sub(200)..end];
-            assert_eq!(
+            let context = format!("periods {fast_period}/{slow_period}, {end} candles");
+            let (Some(reading), Some(expected)) = (
                 read_crossovers(window, &config),
                 read_crossovers_by_series(window, &config),
-                "periods {fast_period}/{slow_period}, {end} candles"
-            );
+            ) else {
+                assert_eq!(read_crossovers(window, &config), None, "{context}");
+                assert_eq!(
+                    read_crossovers_by_series(window, &config),
+                    None,
+                    "{context}"
+                );
+                continue;
+            };
+            // The EMAs jump several candles at a time: the same to rounding, and the same
+            // crossovers and trend.
+            assert!(close_to(reading.fast_ema, expected.fast_ema), "{context}");
+            assert!(close_to(reading.slow_ema, expected.slow_ema), "{context}");
+            assert_eq!(reading.price, expected.price, "{context}");
+            assert_eq!(reading.latest_cross, expected.latest_cross, "{context}");
+            assert_eq!(reading.trend, expected.trend, "{context}");
+            compared += 1;
         }
     }
+    assert!(compared > 700, "{compared}");
+}
+
+#[test]
+fn a_flat_market_reads_no_gap_and_no_crossover() {
+    for price in [0.1, 3.0, 101.37, 64_123.45] {
+        let window = candles(&[price; 200]);
+        let reading = read_crossovers(&window, &Config::default()).unwrap();
+        let expected = read_crossovers_by_series(&window, &Config::default()).unwrap();
+        assert_eq!(reading.latest_cross, None, "{price}");
+        assert_eq!(reading.trend, expected.trend, "{price}");
+    }
+    // Where the seed's mean is exact, the EMAs stay at the price through every jump.
+    let reading = read_crossovers(&candles(&[3.0; 200]), &Config::default()).unwrap();
+    assert_eq!((reading.fast_ema, reading.slow_ema), (3.0, 3.0));
+    assert_eq!(reading.trend, None);
 }
