@@ -27,6 +27,7 @@ fn main() {
     let plugins = root.join("plugins");
     watch(&root.join("wit"));
     for entry in [
+        ".cargo",
         "Cargo.toml",
         "Cargo.lock",
         "sdk",

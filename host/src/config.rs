@@ -357,12 +357,12 @@ impl AppConfig {
         let plugin_fuel: u64 = parse_env(env, "TRADEHOST_PLUGIN_FUEL")?.unwrap_or(file.plugin_fuel);
         let plugin_timeout_ms: u64 =
             parse_env(env, "TRADEHOST_PLUGIN_TIMEOUT_MS")?.unwrap_or(file.plugin_timeout_ms);
-        if !(1..=4096).contains(&plugin_memory_mb)
+        if !(16..=4096).contains(&plugin_memory_mb)
             || plugin_fuel < 1_000_000
             || !(10..=600_000).contains(&plugin_timeout_ms)
         {
             bail!(
-                "plugin limits out of range: TRADEHOST_PLUGIN_MEMORY_MB 1-4096, TRADEHOST_PLUGIN_FUEL at least 1000000, \
+                "plugin limits out of range: TRADEHOST_PLUGIN_MEMORY_MB 16-4096, TRADEHOST_PLUGIN_FUEL at least 1000000, \
                  TRADEHOST_PLUGIN_TIMEOUT_MS 10-600000"
             );
         }

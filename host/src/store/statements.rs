@@ -10,7 +10,7 @@
 //! parameters in one query on SQLite deprecated; `a_script_runs_every_statement_with_its_own_values`
 //! fails if a release stops doing it.
 
-use sqlx::{Postgres, QueryBuilder, Row, Sqlite};
+use sqlx::{Postgres, QueryBuilder, Row, Sqlite, SqliteConnection};
 
 use super::{Backend, Executes, Target};
 
@@ -18,7 +18,10 @@ use super::{Backend, Executes, Target};
 pub enum Statements {
     Sqlite {
         script: QueryBuilder<Sqlite>,
+        /// Statements in the script (its `BEGIN` included).
         count: usize,
+        /// The script opens its own transaction ([`Statements::transaction`]).
+        transaction: bool,
     },
     Postgres(Vec<QueryBuilder<Postgres>>),
 }
@@ -28,7 +31,7 @@ pub enum Statements {
 macro_rules! statement {
     ($statements:expr, |$query:ident| $body:expr) => {
         match $statements {
-            $crate::store::statements::Statements::Sqlite { script, count } => {
+            $crate::store::statements::Statements::Sqlite { script, count, .. } => {
                 if *count > 0 {
                     script.push("; ");
                 }
@@ -52,6 +55,21 @@ impl Statements {
             Backend::Sqlite => Statements::Sqlite {
                 script: QueryBuilder::new(""),
                 count: 0,
+                transaction: false,
+            },
+            Backend::Postgres => Statements::Postgres(Vec::new()),
+        }
+    }
+
+    /// Statements that are a transaction of their own, run with [`Statements::run_transaction`]:
+    /// on SQLite the script begins with `BEGIN IMMEDIATE` and ends with `COMMIT`, so the whole
+    /// transaction is one hand-off to the connection's thread.
+    pub fn transaction(backend: Backend) -> Self {
+        match backend {
+            Backend::Sqlite => Statements::Sqlite {
+                script: QueryBuilder::new("BEGIN IMMEDIATE"),
+                count: 1,
+                transaction: true,
             },
             Backend::Postgres => Statements::Postgres(Vec::new()),
         }
@@ -59,7 +77,9 @@ impl Statements {
 
     pub fn is_empty(&self) -> bool {
         match self {
-            Statements::Sqlite { count, .. } => *count == 0,
+            Statements::Sqlite {
+                count, transaction, ..
+            } => *count == usize::from(*transaction),
             Statements::Postgres(list) => list.is_empty(),
         }
     }
@@ -84,11 +104,49 @@ impl Statements {
         self.run_on(exec.target()).await
     }
 
+    /// Runs statements made with [`Statements::transaction`] on a SQLite connection outside any
+    /// transaction, as one transaction: committed when every statement ran, rolled back
+    /// otherwise. Returns what [`Statements::run`] does.
+    pub async fn run_transaction(self, conn: &mut SqliteConnection) -> sqlx::Result<Vec<String>> {
+        let Statements::Sqlite {
+            mut script,
+            transaction: true,
+            ..
+        } = self
+        else {
+            return Err(sqlx::Error::Protocol(
+                "a transaction's statements built for another backend or without their BEGIN"
+                    .into(),
+            ));
+        };
+        script.push("; COMMIT");
+        let rows = match script.build().persistent(false).fetch_all(&mut *conn).await {
+            Ok(rows) => rows,
+            Err(err) => {
+                // The script stopped at the failing statement, inside its transaction (or at the
+                // `BEGIN`, outside one: then there is nothing to roll back).
+                if let Err(rollback) = sqlx::query("ROLLBACK").execute(&mut *conn).await {
+                    tracing::debug!(error = %rollback, "rolling back a failed script");
+                }
+                return Err(err);
+            }
+        };
+        rows.iter().map(|row| row.try_get(0)).collect()
+    }
+
     async fn run_on(self, target: Target<'_>) -> sqlx::Result<Vec<String>> {
         if self.is_empty() {
             return Ok(Vec::new());
         }
         match (self, target) {
+            (
+                Statements::Sqlite {
+                    transaction: true, ..
+                },
+                _,
+            ) => Err(sqlx::Error::Protocol(
+                "a transaction's statements run inside another transaction".into(),
+            )),
             (Statements::Sqlite { mut script, .. }, Target::Sqlite(mut handle)) => {
                 let conn = handle.conn().await?;
                 // Not kept prepared: a script's text changes with every batch's row counts.
@@ -150,5 +208,65 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(rows, vec![("a".into(), 1), ("b".into(), 12)]);
+    }
+
+    /// Inserts `(name, n)` into `t` as a statement of `statements`.
+    fn insert(statements: &mut Statements, name: &str, n: i64) {
+        statement!(statements, |query| {
+            query.push("INSERT INTO t (name, n) VALUES (");
+            query
+                .push_bind(name.to_string())
+                .push(", ")
+                .push_bind(n)
+                .push(")");
+        });
+    }
+
+    async fn names(db: &crate::store::Db) -> Vec<(String, i64)> {
+        sqlx::query_as("SELECT name, n FROM t ORDER BY name")
+            .fetch_all(crate::store::testing::sqlite_pool(db))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_transaction_script_commits_all_or_nothing_and_leaves_the_connection_usable() {
+        let (db, _dir) = sqlite().await;
+        let pool = crate::store::testing::sqlite_pool(&db);
+        sqlx::query("CREATE TABLE t (name TEXT PRIMARY KEY, n INTEGER)")
+            .execute(pool)
+            .await
+            .unwrap();
+        let mut conn = pool.acquire().await.unwrap();
+
+        let mut statements = Statements::transaction(Backend::Sqlite);
+        insert(&mut statements, "a", 1);
+        statement!(&mut statements, |query| {
+            query.push("UPDATE t SET n = n + 1 RETURNING name");
+        });
+        assert_eq!(
+            statements.run_transaction(&mut conn).await.unwrap(),
+            vec!["a".to_string()]
+        );
+        assert_eq!(names(&db).await, vec![("a".into(), 2)]);
+
+        // The second insert breaks the primary key: the first is rolled back with it.
+        let mut statements = Statements::transaction(Backend::Sqlite);
+        insert(&mut statements, "b", 1);
+        insert(&mut statements, "a", 5);
+        assert!(statements.run_transaction(&mut conn).await.is_err());
+        assert_eq!(names(&db).await, vec![("a".into(), 2)]);
+
+        // No transaction was left open on the connection: the next one commits.
+        let mut statements = Statements::transaction(Backend::Sqlite);
+        insert(&mut statements, "c", 3);
+        statements.run_transaction(&mut conn).await.unwrap();
+        assert_eq!(names(&db).await, vec![("a".into(), 2), ("c".into(), 3)]);
+
+        // A transaction's statements are refused inside another transaction.
+        let mut tx = db.begin().await.unwrap();
+        let mut statements = Statements::transaction(Backend::Sqlite);
+        insert(&mut statements, "d", 4);
+        assert!(statements.run(&mut tx).await.is_err());
     }
 }

@@ -39,7 +39,9 @@ use super::orders::{self, FillRow, OrderChange, OrderRow};
 use super::plugin_store::{self, Change};
 use super::snapshots::{self, Snapshot};
 use super::statements::Statements;
-use super::{Conn, MAX_ROWS, Pool, ledger, now_ms, positions, reconciliation, signals, trades};
+use super::{
+    Backend, Conn, MAX_ROWS, Pool, ledger, now_ms, positions, reconciliation, signals, trades,
+};
 use crate::engine::accounting::{CompletedTrade, LedgerEntry, Position};
 
 /// The most jobs written in one transaction.
@@ -358,11 +360,68 @@ async fn write_jobs(
     fences: &[Option<Fence>],
 ) -> sqlx::Result<Vec<Answer>> {
     let now = now_ms();
-    let mut tx = held.begin().await?;
-    let leases = Leases::read(&mut tx, jobs, fences).await?;
-    // Built first and run as one: on SQLite one script, a single hand-off to the connection.
-    let mut statements = Statements::new(tx.backend());
+    // The client ids of the orders written: the only rows the statements return.
+    let (leases, written) = match held {
+        // Nothing to check against leases: on SQLite the batch is one script with its own
+        // `BEGIN IMMEDIATE` and `COMMIT`, one hand-off to the connection's thread for the whole
+        // transaction, built before the write lock is taken.
+        Held::Sqlite(conn) if !fenced(jobs, fences) => {
+            let leases = Leases::default();
+            let statements = build(
+                Statements::transaction(Backend::Sqlite),
+                jobs,
+                fences,
+                &leases,
+                now,
+            );
+            (leases, statements.run_transaction(conn).await?)
+        }
+        _ => {
+            let mut tx = held.begin().await?;
+            let leases = Leases::read(&mut tx, jobs, fences).await?;
+            let statements = build(Statements::new(tx.backend()), jobs, fences, &leases, now);
+            let written = statements.run(&mut tx).await?;
+            tx.commit().await?;
+            (leases, written)
+        }
+    };
+    let written: HashSet<String> = written.into_iter().collect();
+    let mut answered: HashSet<&str> = HashSet::new();
+    Ok(jobs
+        .iter()
+        .zip(fences)
+        .map(|(job, fence)| {
+            if !leases.holds(fence.as_ref()) {
+                return Err(WriteError::LeaseLost);
+            }
+            Ok(match job {
+                Job::NewOrder(new) => {
+                    let id = new.order.client_order_id.as_str();
+                    written.contains(id) && answered.insert(id)
+                }
+                _ => true,
+            })
+        })
+        .collect())
+}
 
+/// Whether any of a batch's writes is made under a lease.
+fn fenced(jobs: &[Job], fences: &[Option<Fence>]) -> bool {
+    fences.iter().any(Option::is_some)
+        || jobs
+            .iter()
+            .any(|job| matches!(job, Job::ScanProgress(progress) if !progress.fences.is_empty()))
+}
+
+/// The statements that write `jobs` (those whose fences `leases` hold), one per table and kind
+/// of change, into `statements`.
+fn build(
+    mut statements: Statements,
+    jobs: &[Job],
+    fences: &[Option<Fence>],
+    leases: &Leases,
+    now: i64,
+) -> Statements {
     let Sorted {
         new_orders,
         bookings,
@@ -372,7 +431,7 @@ async fn write_jobs(
         alarms,
         snapshots: equity,
         scanned,
-    } = Sorted::new(jobs, fences, &leases);
+    } = Sorted::new(jobs, fences, leases);
     let order_rows: Vec<&OrderRow> = new_orders.iter().map(|new| &new.order).collect();
     for chunk in order_rows.chunks(MAX_ROWS) {
         orders::insert(&mut statements, chunk);
@@ -500,26 +559,7 @@ async fn write_jobs(
     for chunk in scanned.chunks(MAX_ROWS) {
         bots::push_scans(&mut statements, chunk, now);
     }
-    // The only rows returned: the client ids of the orders written.
-    let written: HashSet<String> = statements.run(&mut tx).await?.into_iter().collect();
-    tx.commit().await?;
-    let mut answered: HashSet<&str> = HashSet::new();
-    Ok(jobs
-        .iter()
-        .zip(fences)
-        .map(|(job, fence)| {
-            if !leases.holds(fence.as_ref()) {
-                return Err(WriteError::LeaseLost);
-            }
-            Ok(match job {
-                Job::NewOrder(new) => {
-                    let id = new.order.client_order_id.as_str();
-                    written.contains(id) && answered.insert(id)
-                }
-                _ => true,
-            })
-        })
-        .collect())
+    statements
 }
 
 /// The current tokens of the leases a batch's fences name, read in its transaction.
