@@ -14,6 +14,7 @@ mod component;
 
 use tradehost_sdk::MAX_STATE_BYTES;
 use tradehost_sdk::config::ConfigReader;
+use tradehost_sdk::indicators::Ema;
 use tradehost_sdk::state::StateMap;
 use tradehost_sdk::strategy::{Evaluation, ScanContext};
 use tradehost_sdk::types::{
@@ -260,13 +261,9 @@ struct Reading {
     price: f64,
 }
 
-/// The seeded EMA's first value: the mean of the first `period` closes, summed in order.
-fn ema_seed(candles: &[Candle], period: usize) -> f64 {
-    let mut sum = 0.0;
-    for candle in &candles[..period] {
-        sum += candle.close;
-    }
-    sum / period as f64
+/// The seeded EMA's first value (the SDK's seed: the mean of the first `period` closes).
+fn ema_seed(candles: &[Candle], period: usize) -> Option<f64> {
+    Ema::new(candles.iter().map(|candle| candle.close), period)?.next()
 }
 
 /// Candles an EMA is moved over in one jump.
@@ -334,11 +331,11 @@ fn read_crossovers(candles: &[Candle], config: &Config) -> Option<Reading> {
     }
     let (fast, slow) = (Smoothing::new(fast_period), Smoothing::new(slow_period));
     let mut fast_ema = fast.over(
-        ema_seed(candles, fast_period),
+        ema_seed(candles, fast_period)?,
         &candles[fast_period..=offset],
     );
     let mut slow_ema = slow.over(
-        ema_seed(candles, slow_period),
+        ema_seed(candles, slow_period)?,
         &candles[slow_period..=offset],
     );
     // gaps[k] belongs to candle offset + first + k, for the last LOOKBACK + 1 positions; both
