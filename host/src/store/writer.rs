@@ -322,6 +322,12 @@ impl Held {
                 )))
                 .execute(&mut *conn)
                 .await?;
+                // The writer's statements insert rows and update them by key: a plan made once per
+                // prepared statement serves every batch, where PostgreSQL would otherwise plan
+                // each execution anew for its values.
+                sqlx::query("SET plan_cache_mode = force_generic_plan")
+                    .execute(&mut *conn)
+                    .await?;
                 Held::Postgres(conn)
             }
         })
