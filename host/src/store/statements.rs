@@ -187,10 +187,7 @@ mod tests {
             query.push("CREATE TABLE t (name TEXT, n INTEGER)");
         });
         for (name, n) in [("a", 1), ("b", 2)] {
-            statement!(&mut statements, |query| {
-                query.push("INSERT INTO t (name, n) VALUES (");
-                query.push_bind(name).push(", ").push_bind(n).push(")");
-            });
+            insert(&mut statements, name, n);
         }
         statement!(&mut statements, |query| {
             query
@@ -203,11 +200,7 @@ mod tests {
         let returned = statements.run(&mut tx).await.unwrap();
         assert_eq!(returned, vec!["b:12".to_string()]);
         tx.commit().await.unwrap();
-        let rows: Vec<(String, i64)> = sqlx::query_as("SELECT name, n FROM t ORDER BY name")
-            .fetch_all(crate::store::testing::sqlite_pool(&db))
-            .await
-            .unwrap();
-        assert_eq!(rows, vec![("a".into(), 1), ("b".into(), 12)]);
+        assert_eq!(names(&db).await, vec![("a".into(), 1), ("b".into(), 12)]);
     }
 
     /// Inserts `(name, n)` into `t` as a statement of `statements`.
