@@ -65,6 +65,7 @@ pub mod notifications;
 pub mod orders;
 pub mod outbox;
 pub mod performance;
+mod pg_script;
 pub mod plugin_store;
 pub mod plugins;
 pub mod positions;
@@ -720,6 +721,16 @@ pub(crate) mod testing {
             Pool::Sqlite(sqlite) => &sqlite.pool,
             Pool::Postgres(_) => unreachable!("test databases are SQLite"),
         }
+    }
+
+    /// A connection to the PostgreSQL server of the suites' PostgreSQL pass (`TEST_DATABASE_URL`),
+    /// or `None` on their SQLite pass.
+    pub async fn postgres() -> Option<sqlx::PgConnection> {
+        use sqlx::Connection;
+        let url = std::env::var("TEST_DATABASE_URL")
+            .ok()
+            .filter(|url| url.starts_with("postgres"))?;
+        Some(sqlx::PgConnection::connect(&url).await.unwrap())
     }
 
     /// A migrated SQLite database in a temporary directory (kept alive by the returned guard).

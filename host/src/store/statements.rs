@@ -1,8 +1,8 @@
-//! Statements of one transaction built before any of them runs. On SQLite they run as one script:
-//! one hand-off to the connection's thread for all of them instead of one per statement (each
-//! hand-off wakes that thread and then the task waiting for it, which under load costs more than
-//! the statement). On PostgreSQL they run one by one: its protocol takes one statement with
-//! parameters at a time.
+//! Statements of one transaction built before any of them runs, sent to the database as one
+//! script: one hand-off for all of them instead of one per statement. On SQLite a hand-off wakes
+//! the connection's thread and then the task waiting for it, which under load costs more than the
+//! statement; on PostgreSQL it is a round trip to the server, whose protocol takes one statement
+//! with parameters at a time, so there the values are written into the text (`pg_script`).
 //!
 //! SQLite binds a script's `?` parameters statement by statement, in order (sqlx counts the
 //! parameters each statement takes); numbered ones (`$1`) would all refer to the script's first
@@ -10,8 +10,9 @@
 //! parameters in one query on SQLite deprecated; `a_script_runs_every_statement_with_its_own_values`
 //! fails if a release stops doing it.
 
-use sqlx::{Postgres, QueryBuilder, Row, Sqlite, SqliteConnection};
+use sqlx::{PgConnection, QueryBuilder, Row, Sqlite, SqliteConnection};
 
+use super::pg_script::PgScript;
 use super::{Backend, Executes, Target};
 
 /// Statements to run in order, built for one backend.
@@ -23,11 +24,21 @@ pub enum Statements {
         /// The script opens its own transaction ([`Statements::transaction`]).
         transaction: bool,
     },
-    Postgres(Vec<QueryBuilder<Postgres>>),
+    Postgres {
+        script: PgScript,
+        count: usize,
+        transaction: bool,
+    },
+}
+
+/// A connection to run a transaction's statements on, outside any transaction.
+pub enum ConnectionRef<'c> {
+    Sqlite(&'c mut SqliteConnection),
+    Postgres(&'c mut PgConnection),
 }
 
 /// Pushes one statement into `$statements`: `$body` runs with `$query` bound to the builder its
-/// text and values go into (on SQLite the script, after the statements before it).
+/// text and values go into, the script after the statements before it.
 macro_rules! statement {
     ($statements:expr, |$query:ident| $body:expr) => {
         match $statements {
@@ -39,9 +50,12 @@ macro_rules! statement {
                 let $query = script;
                 $body
             }
-            $crate::store::statements::Statements::Postgres(list) => {
-                list.push(sqlx::QueryBuilder::new(""));
-                let $query = list.last_mut().expect("pushed above");
+            $crate::store::statements::Statements::Postgres { script, count, .. } => {
+                if *count > 0 {
+                    script.push("; ");
+                }
+                *count += 1;
+                let $query = script;
                 $body
             }
         }
@@ -57,13 +71,17 @@ impl Statements {
                 count: 0,
                 transaction: false,
             },
-            Backend::Postgres => Statements::Postgres(Vec::new()),
+            Backend::Postgres => Statements::Postgres {
+                script: PgScript::new(""),
+                count: 0,
+                transaction: false,
+            },
         }
     }
 
     /// Statements that are a transaction of their own, run with [`Statements::run_transaction`]:
-    /// on SQLite the script begins with `BEGIN IMMEDIATE` and ends with `COMMIT`, so the whole
-    /// transaction is one hand-off to the connection's thread.
+    /// the script begins with `BEGIN` (on SQLite `BEGIN IMMEDIATE`, which takes the write lock)
+    /// and ends with `COMMIT`, so the whole transaction is one hand-off.
     pub fn transaction(backend: Backend) -> Self {
         match backend {
             Backend::Sqlite => Statements::Sqlite {
@@ -71,7 +89,11 @@ impl Statements {
                 count: 1,
                 transaction: true,
             },
-            Backend::Postgres => Statements::Postgres(Vec::new()),
+            Backend::Postgres => Statements::Postgres {
+                script: PgScript::new("BEGIN"),
+                count: 1,
+                transaction: true,
+            },
         }
     }
 
@@ -79,8 +101,10 @@ impl Statements {
         match self {
             Statements::Sqlite {
                 count, transaction, ..
+            }
+            | Statements::Postgres {
+                count, transaction, ..
             } => *count == usize::from(*transaction),
-            Statements::Postgres(list) => list.is_empty(),
         }
     }
 
@@ -104,34 +128,65 @@ impl Statements {
         self.run_on(exec.target()).await
     }
 
-    /// Runs statements made with [`Statements::transaction`] on a SQLite connection outside any
+    /// Runs statements made with [`Statements::transaction`] on a connection outside any
     /// transaction, as one transaction: committed when every statement ran, rolled back
     /// otherwise. Returns what [`Statements::run`] does.
-    pub async fn run_transaction(self, conn: &mut SqliteConnection) -> sqlx::Result<Vec<String>> {
-        let Statements::Sqlite {
-            mut script,
-            transaction: true,
-            ..
-        } = self
-        else {
-            return Err(sqlx::Error::Protocol(
-                "a transaction's statements built for another backend or without their BEGIN"
-                    .into(),
-            ));
-        };
-        script.push("; COMMIT");
-        let rows = match script.build().persistent(false).fetch_all(&mut *conn).await {
-            Ok(rows) => rows,
-            Err(err) => {
-                // The script stopped at the failing statement, inside its transaction (or at the
-                // `BEGIN`, outside one: then there is nothing to roll back).
-                if let Err(rollback) = sqlx::query("ROLLBACK").execute(&mut *conn).await {
-                    tracing::debug!(error = %rollback, "rolling back a failed script");
+    pub async fn run_transaction(self, conn: ConnectionRef<'_>) -> sqlx::Result<Vec<String>> {
+        // Ends the failed transaction a script left open, if it left one.
+        const ROLLBACK: &str = "ROLLBACK";
+        let result = match (self, conn) {
+            (
+                Statements::Sqlite {
+                    mut script,
+                    transaction: true,
+                    ..
+                },
+                ConnectionRef::Sqlite(conn),
+            ) => {
+                script.push("; COMMIT");
+                match script.build().persistent(false).fetch_all(&mut *conn).await {
+                    Ok(rows) => Ok(rows.iter().map(|row| row.try_get(0)).collect()),
+                    Err(err) => Err((
+                        err,
+                        sqlx::raw_sql(ROLLBACK).execute(&mut *conn).await.map(drop),
+                    )),
                 }
-                return Err(err);
+            }
+            (
+                Statements::Postgres {
+                    mut script,
+                    transaction: true,
+                    ..
+                },
+                ConnectionRef::Postgres(conn),
+            ) => {
+                script.push("; COMMIT");
+                match script.run(&mut *conn).await {
+                    Ok(texts) => Ok(Ok(texts)),
+                    Err(err) => Err((
+                        err,
+                        sqlx::raw_sql(ROLLBACK).execute(&mut *conn).await.map(drop),
+                    )),
+                }
+            }
+            _ => {
+                return Err(sqlx::Error::Protocol(
+                    "a transaction's statements built for another backend or without their BEGIN"
+                        .into(),
+                ));
             }
         };
-        rows.iter().map(|row| row.try_get(0)).collect()
+        match result {
+            Ok(texts) => texts,
+            Err((err, rolled_back)) => {
+                // The script stopped at the failing statement, inside its transaction (or at the
+                // `BEGIN`, outside one: then there is nothing to roll back).
+                if let Err(rollback) = rolled_back {
+                    tracing::debug!(error = %rollback, "rolling back a failed script");
+                }
+                Err(err)
+            }
+        }
     }
 
     async fn run_on(self, target: Target<'_>) -> sqlx::Result<Vec<String>> {
@@ -141,6 +196,9 @@ impl Statements {
         match (self, target) {
             (
                 Statements::Sqlite {
+                    transaction: true, ..
+                }
+                | Statements::Postgres {
                     transaction: true, ..
                 },
                 _,
@@ -154,17 +212,9 @@ impl Statements {
                 handle.finish();
                 rows.iter().map(|row| row.try_get(0)).collect()
             }
-            (Statements::Postgres(list), Target::Postgres(mut handle)) => {
+            (Statements::Postgres { script, .. }, Target::Postgres(mut handle)) => {
                 let conn = handle.conn().await?;
-                let mut texts = Vec::new();
-                // Kept prepared: a statement's text changes only with its row count, and those
-                // repeat.
-                for mut query in list {
-                    for row in query.build().fetch_all(&mut *conn).await? {
-                        texts.push(row.try_get(0)?);
-                    }
-                }
-                Ok(texts)
+                script.run(conn).await
             }
             _ => Err(sqlx::Error::Protocol(
                 "statements built for the other backend".into(),
@@ -222,6 +272,88 @@ mod tests {
             .unwrap()
     }
 
+    /// A connection outside any transaction to a database whose table `t` (`name` its primary
+    /// key, `n` an integer) is empty.
+    enum Empty {
+        Sqlite(sqlx::pool::PoolConnection<Sqlite>),
+        Postgres(PgConnection),
+    }
+
+    impl Empty {
+        fn backend(&self) -> Backend {
+            match self {
+                Empty::Sqlite(_) => Backend::Sqlite,
+                Empty::Postgres(_) => Backend::Postgres,
+            }
+        }
+
+        fn connection(&mut self) -> ConnectionRef<'_> {
+            match self {
+                Empty::Sqlite(conn) => ConnectionRef::Sqlite(conn),
+                Empty::Postgres(conn) => ConnectionRef::Postgres(conn),
+            }
+        }
+
+        async fn names(&mut self) -> Vec<(String, i64)> {
+            const NAMES: &str = "SELECT name, n FROM t ORDER BY name";
+            match self {
+                Empty::Sqlite(conn) => sqlx::query_as(NAMES).fetch_all(&mut **conn).await,
+                Empty::Postgres(conn) => sqlx::query_as(NAMES).fetch_all(conn).await,
+            }
+            .unwrap()
+        }
+
+        /// Transactions' statements commit all or nothing, and leave no transaction open.
+        async fn all_or_nothing(mut self) {
+            let backend = self.backend();
+            let mut statements = Statements::transaction(backend);
+            insert(&mut statements, "a", 1);
+            statement!(&mut statements, |query| {
+                query.push("UPDATE t SET n = n + 1 RETURNING name");
+            });
+            assert_eq!(
+                statements.run_transaction(self.connection()).await.unwrap(),
+                vec!["a".to_string()]
+            );
+            assert_eq!(self.names().await, vec![("a".into(), 2)]);
+
+            // The second insert breaks the primary key: the first is rolled back with it.
+            let mut statements = Statements::transaction(backend);
+            insert(&mut statements, "b", 1);
+            insert(&mut statements, "a", 5);
+            assert!(statements.run_transaction(self.connection()).await.is_err());
+            assert_eq!(self.names().await, vec![("a".into(), 2)]);
+
+            // No transaction was left open on the connection: the next one commits.
+            let mut statements = Statements::transaction(backend);
+            insert(&mut statements, "c", 3);
+            statements.run_transaction(self.connection()).await.unwrap();
+            assert_eq!(self.names().await, vec![("a".into(), 2), ("c".into(), 3)]);
+
+            // Statements built for the other backend are refused.
+            let other = match backend {
+                Backend::Sqlite => Backend::Postgres,
+                Backend::Postgres => Backend::Sqlite,
+            };
+            let mut statements = Statements::transaction(other);
+            insert(&mut statements, "d", 4);
+            assert!(statements.run_transaction(self.connection()).await.is_err());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_transaction_script_commits_all_or_nothing_on_postgres_too() {
+        let Some(mut conn) = crate::store::testing::postgres().await else {
+            return;
+        };
+        // A table of this session's own.
+        sqlx::query("CREATE TEMPORARY TABLE t (name TEXT PRIMARY KEY, n BIGINT)")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        Empty::Postgres(conn).all_or_nothing().await;
+    }
+
     #[tokio::test]
     async fn a_transaction_script_commits_all_or_nothing_and_leaves_the_connection_usable() {
         let (db, _dir) = sqlite().await;
@@ -230,31 +362,9 @@ mod tests {
             .execute(pool)
             .await
             .unwrap();
-        let mut conn = pool.acquire().await.unwrap();
-
-        let mut statements = Statements::transaction(Backend::Sqlite);
-        insert(&mut statements, "a", 1);
-        statement!(&mut statements, |query| {
-            query.push("UPDATE t SET n = n + 1 RETURNING name");
-        });
-        assert_eq!(
-            statements.run_transaction(&mut conn).await.unwrap(),
-            vec!["a".to_string()]
-        );
-        assert_eq!(names(&db).await, vec![("a".into(), 2)]);
-
-        // The second insert breaks the primary key: the first is rolled back with it.
-        let mut statements = Statements::transaction(Backend::Sqlite);
-        insert(&mut statements, "b", 1);
-        insert(&mut statements, "a", 5);
-        assert!(statements.run_transaction(&mut conn).await.is_err());
-        assert_eq!(names(&db).await, vec![("a".into(), 2)]);
-
-        // No transaction was left open on the connection: the next one commits.
-        let mut statements = Statements::transaction(Backend::Sqlite);
-        insert(&mut statements, "c", 3);
-        statements.run_transaction(&mut conn).await.unwrap();
-        assert_eq!(names(&db).await, vec![("a".into(), 2), ("c".into(), 3)]);
+        Empty::Sqlite(pool.acquire().await.unwrap())
+            .all_or_nothing()
+            .await;
 
         // A transaction's statements are refused inside another transaction.
         let mut tx = db.begin().await.unwrap();

@@ -5,8 +5,8 @@
 //! (`durability`) and only then answers. Jobs arriving while a batch is written form the next
 //! one, so under load a commit and a flush carry many fills, and each fill costs a share of a
 //! few statements instead of a round trip per row. The statements are built before any runs
-//! (`statements`): on SQLite the batch is one script, a single hand-off to the connection's
-//! thread. A batch's flush is waited for while the next batch is written.
+//! and go to the database as one script (`statements`): on SQLite a single hand-off to the
+//! connection's thread, on PostgreSQL a single round trip. A batch's flush is waited for while the next batch is written.
 //!
 //! A job answers once its rows are durable: nothing (an event, an acknowledgement, an order to a
 //! venue) goes out before. When a batch fails, each of its jobs is written again on its own, so
@@ -38,7 +38,7 @@ use super::notifications::{self, EventRow};
 use super::orders::{self, FillRow, OrderChange, OrderRow};
 use super::plugin_store::{self, Change};
 use super::snapshots::{self, Snapshot};
-use super::statements::Statements;
+use super::statements::{ConnectionRef, Statements};
 use super::{
     Backend, Conn, MAX_ROWS, Pool, ledger, now_ms, positions, reconciliation, signals, trades,
 };
@@ -322,15 +322,23 @@ impl Held {
                 )))
                 .execute(&mut *conn)
                 .await?;
-                // The writer's statements insert rows and update them by key: a plan made once per
-                // prepared statement serves every batch, where PostgreSQL would otherwise plan
-                // each execution anew for its values.
-                sqlx::query("SET plan_cache_mode = force_generic_plan")
-                    .execute(&mut *conn)
-                    .await?;
                 Held::Postgres(conn)
             }
         })
+    }
+
+    fn backend(&self) -> Backend {
+        match self {
+            Held::Sqlite(_) => Backend::Sqlite,
+            Held::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    fn connection(&mut self) -> ConnectionRef<'_> {
+        match self {
+            Held::Sqlite(conn) => ConnectionRef::Sqlite(conn),
+            Held::Postgres(conn) => ConnectionRef::Postgres(conn),
+        }
     }
 
     /// Begins a transaction; on SQLite it takes the write lock at once ([`Pool::begin`]).
@@ -367,29 +375,26 @@ async fn write_jobs(
 ) -> sqlx::Result<Vec<Answer>> {
     let now = now_ms();
     // The client ids of the orders written: the only rows the statements return.
-    let (leases, written) = match held {
-        // Nothing to check against leases: on SQLite the batch is one script with its own
-        // `BEGIN IMMEDIATE` and `COMMIT`, one hand-off to the connection's thread for the whole
-        // transaction, built before the write lock is taken.
-        Held::Sqlite(conn) if !fenced(jobs, fences) => {
-            let leases = Leases::default();
-            let statements = build(
-                Statements::transaction(Backend::Sqlite),
-                jobs,
-                fences,
-                &leases,
-                now,
-            );
-            (leases, statements.run_transaction(conn).await?)
-        }
-        _ => {
-            let mut tx = held.begin().await?;
-            let leases = Leases::read(&mut tx, jobs, fences).await?;
-            let statements = build(Statements::new(tx.backend()), jobs, fences, &leases, now);
-            let written = statements.run(&mut tx).await?;
-            tx.commit().await?;
-            (leases, written)
-        }
+    let (leases, written) = if fenced(jobs, fences) {
+        let mut tx = held.begin().await?;
+        let leases = Leases::read(&mut tx, jobs, fences).await?;
+        let statements = build(Statements::new(tx.backend()), jobs, fences, &leases, now);
+        let written = statements.run(&mut tx).await?;
+        tx.commit().await?;
+        (leases, written)
+    } else {
+        // Nothing to check against leases: the batch is one script with its own `BEGIN` and
+        // `COMMIT`, one hand-off for the whole transaction, built before it starts (on SQLite,
+        // before the write lock is taken).
+        let leases = Leases::default();
+        let statements = build(
+            Statements::transaction(held.backend()),
+            jobs,
+            fences,
+            &leases,
+            now,
+        );
+        (leases, statements.run_transaction(held.connection()).await?)
     };
     let written: HashSet<String> = written.into_iter().collect();
     let mut answered: HashSet<&str> = HashSet::new();
