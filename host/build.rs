@@ -26,6 +26,12 @@ fn main() {
         .to_path_buf();
     let plugins = root.join("plugins");
     watch(&root.join("wit"));
+    // The embedded migrations, and the schema `schema_checked!` checks queries against: a
+    // migration added (not only one changed) rebuilds the crate.
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("migrations").display()
+    );
     for entry in [
         ".cargo",
         "Cargo.toml",

@@ -3,6 +3,11 @@
 //! [`App`] is the state every request and background task shares; [`rocket`] builds the server
 //! from a resolved configuration. See docs/architecture.md for the map of the modules.
 
+/// `schema_checked!("SQL")`: the text, checked against the migrated SQLite schema when this crate
+/// compiles (`crates/schema-checked`).
+#[macro_use]
+extern crate schema_checked;
+
 pub mod admin;
 pub mod analytics;
 pub mod api;

@@ -21,7 +21,7 @@ struct AccountRow {
 pub async fn account<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Option<Account>> {
     let row: Option<AccountRow> = on!(exec, |c| {
         sqlx::query_as(
-            "SELECT currency, initial_capital, cash, realized_pnl, fees_paid FROM trading_accounts WHERE user_id = $1",
+            schema_checked!("SELECT currency, initial_capital, cash, realized_pnl, fees_paid FROM trading_accounts WHERE user_id = $1"),
         )
         .bind(user_id)
         .fetch_optional(c)
@@ -45,8 +45,8 @@ pub async fn insert_account<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-            "INSERT INTO trading_accounts (user_id, currency, initial_capital, cash, realized_pnl, fees_paid, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (user_id) DO NOTHING",
+            schema_checked!("INSERT INTO trading_accounts (user_id, currency, initial_capital, cash, realized_pnl, fees_paid, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (user_id) DO NOTHING"),
         )
         .bind(user_id)
         .bind(&account.currency)

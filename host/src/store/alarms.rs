@@ -45,9 +45,9 @@ pub fn push_insert(statements: &mut Statements, raised: &[(&str, &AlarmRow)]) {
 }
 
 pub async fn clear_alarm<'e>(exec: impl Executes<'e>, id: &str, now: i64) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "UPDATE alarms SET status = 'cleared', cleared_at = $2 WHERE id = $1"
-    )
+    ))
     .bind(id)
     .bind(now)
     .execute(c)
@@ -62,8 +62,8 @@ pub async fn active_alarms<'e>(
 ) -> sqlx::Result<Vec<AlarmRow>> {
     on!(exec, |c| {
         sqlx::query_as(
-            "SELECT id, alarm_type, level, message, current_value, threshold_value, recommended_action, status, raised_at, \
-             cleared_at FROM alarms WHERE user_id = $1 AND status = 'active' ORDER BY raised_at",
+            schema_checked!("SELECT id, alarm_type, level, message, current_value, threshold_value, recommended_action, status, raised_at, \
+             cleared_at FROM alarms WHERE user_id = $1 AND status = 'active' ORDER BY raised_at"),
         )
         .bind(user_id)
         .fetch_all(c)
@@ -76,9 +76,9 @@ pub async fn last_raised<'e>(
     exec: impl Executes<'e>,
     user_id: &str,
 ) -> sqlx::Result<Vec<(String, i64)>> {
-    on!(exec, |c| sqlx::query_as(
-        "SELECT alarm_type, MAX(raised_at) FROM alarms WHERE user_id = $1 GROUP BY alarm_type",
-    )
+    on!(exec, |c| sqlx::query_as(schema_checked!(
+        "SELECT alarm_type, MAX(raised_at) FROM alarms WHERE user_id = $1 GROUP BY alarm_type"
+    ))
     .bind(user_id)
     .fetch_all(c)
     .await)
@@ -99,12 +99,12 @@ pub async fn active_across_users<'e>(
     limit: i64,
 ) -> sqlx::Result<Vec<UserAlarmRow>> {
     on!(exec, |c| {
-        sqlx::query_as(
+        sqlx::query_as(schema_checked!(
             "SELECT a.user_id, u.email, a.id, a.alarm_type, a.level, a.message, a.current_value, \
              a.threshold_value, a.recommended_action, a.status, a.raised_at, a.cleared_at \
              FROM alarms a JOIN users u ON u.id = a.user_id \
-             WHERE a.status = 'active' ORDER BY a.raised_at DESC, a.id LIMIT $1",
-        )
+             WHERE a.status = 'active' ORDER BY a.raised_at DESC, a.id LIMIT $1"
+        ))
         .bind(limit)
         .fetch_all(c)
         .await

@@ -21,8 +21,8 @@ pub async fn record<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-            "INSERT INTO audit_log (id, event_type, user_id, ip_address, user_agent, metadata, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            schema_checked!("INSERT INTO audit_log (id, event_type, user_id, ip_address, user_agent, metadata, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)"),
         )
         .bind(new_id())
         .bind(event_type)

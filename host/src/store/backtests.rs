@@ -24,10 +24,10 @@ pub struct BacktestRow {
 }
 
 pub async fn insert<'e>(exec: impl Executes<'e>, row: &BacktestRow) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "INSERT INTO backtests (id, user_id, status, request, progress_pct, candles, created_at) \
          VALUES ($1, $2, $3, $4, 0, $5, $6)"
-    )
+    ))
     .bind(&row.id)
     .bind(&row.user_id)
     .bind(&row.status)
@@ -44,10 +44,10 @@ pub async fn get<'e>(
     user_id: &str,
     id: &str,
 ) -> sqlx::Result<Option<BacktestRow>> {
-    on!(exec, |c| sqlx::query_as(
+    on!(exec, |c| sqlx::query_as(schema_checked!(
         "SELECT id, user_id, status, request, progress_pct, candles, error, report, created_at, \
          started_at, finished_at FROM backtests WHERE user_id = $1 AND id = $2"
-    )
+    ))
     .bind(user_id)
     .bind(id)
     .fetch_optional(c)
@@ -56,11 +56,11 @@ pub async fn get<'e>(
 
 /// A user's runs, newest first, without their reports.
 pub async fn list<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Vec<BacktestRow>> {
-    on!(exec, |c| sqlx::query_as(
+    on!(exec, |c| sqlx::query_as(schema_checked!(
         "SELECT id, user_id, status, request, progress_pct, candles, error, NULL AS report, \
          created_at, started_at, finished_at FROM backtests WHERE user_id = $1 \
          ORDER BY created_at DESC, id DESC"
-    )
+    ))
     .bind(user_id)
     .fetch_all(c)
     .await)
@@ -68,9 +68,9 @@ pub async fn list<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Ve
 
 /// Runs of a user not yet ended.
 pub async fn count_unfinished<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<i64> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT COUNT(*) FROM backtests WHERE user_id = $1 AND status IN ('queued', 'running')"
-    )
+    ))
     .bind(user_id)
     .fetch_one(c)
     .await)
@@ -79,7 +79,7 @@ pub async fn count_unfinished<'e>(exec: impl Executes<'e>, user_id: &str) -> sql
 pub async fn started<'e>(exec: impl Executes<'e>, id: &str, at: i64) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "UPDATE backtests SET status = 'running', started_at = $2 WHERE id = $1 AND status = 'queued'"
+        schema_checked!("UPDATE backtests SET status = 'running', started_at = $2 WHERE id = $1 AND status = 'queued'")
     )
     .bind(id)
     .bind(at)
@@ -90,9 +90,9 @@ pub async fn started<'e>(exec: impl Executes<'e>, id: &str, at: i64) -> sqlx::Re
 }
 
 pub async fn progress<'e>(exec: impl Executes<'e>, id: &str, pct: i64) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "UPDATE backtests SET progress_pct = $2 WHERE id = $1 AND status = 'running'"
-    )
+    ))
     .bind(id)
     .bind(pct)
     .execute(c)
@@ -109,11 +109,11 @@ pub async fn finish<'e>(
     report: Option<&str>,
     at: i64,
 ) -> sqlx::Result<bool> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "UPDATE backtests SET status = $2, error = $3, report = $4, finished_at = $5, \
          progress_pct = CASE WHEN $2 = 'completed' THEN 100 ELSE progress_pct END \
          WHERE id = $1 AND status IN ('queued', 'running')"
-    )
+    ))
     .bind(id)
     .bind(status)
     .bind(error)
@@ -125,9 +125,9 @@ pub async fn finish<'e>(
 }
 
 pub async fn delete<'e>(exec: impl Executes<'e>, user_id: &str, id: &str) -> sqlx::Result<bool> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "DELETE FROM backtests WHERE user_id = $1 AND id = $2"
-    )
+    ))
     .bind(user_id)
     .bind(id)
     .execute(c)
@@ -142,10 +142,10 @@ pub async fn fail_interrupted<'e>(
     before: i64,
     at: i64,
 ) -> sqlx::Result<u64> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "UPDATE backtests SET status = 'failed', error = 'the server stopped during the run', \
          finished_at = $1 WHERE status IN ('queued', 'running') AND created_at < $2"
-    )
+    ))
     .bind(at)
     .bind(before)
     .execute(c)

@@ -125,9 +125,9 @@ pub struct Payment<'a> {
 pub async fn insert_pending<'e>(exec: impl Executes<'e>, p: &Payment<'_>) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(
-            "INSERT INTO payments (id, user_id, subscription_id, kind, amount, currency, provider, provider_reference, \
+            schema_checked!("INSERT INTO payments (id, user_id, subscription_id, kind, amount, currency, provider, provider_reference, \
              description, created_at, status, idempotency_key, period_start) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, '', $8, $9, 'pending', $10, $11) ON CONFLICT (idempotency_key) DO NOTHING",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, '', $8, $9, 'pending', $10, $11) ON CONFLICT (idempotency_key) DO NOTHING"),
         )
         .bind(p.id)
         .bind(p.user_id)
@@ -186,7 +186,7 @@ pub async fn settle<'e>(
 ) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(
-            "UPDATE payments SET status = 'settled', provider_reference = $2, settled_at = $3 WHERE id = $1 AND status = 'pending'",
+            schema_checked!("UPDATE payments SET status = 'settled', provider_reference = $2, settled_at = $3 WHERE id = $1 AND status = 'pending'"),
         )
         .bind(id)
         .bind(reference)
@@ -207,8 +207,8 @@ pub async fn fail<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-            "UPDATE payments SET status = 'failed', description = description || ': ' || $2, settled_at = $3 \
-             WHERE id = $1 AND status = 'pending'",
+            schema_checked!("UPDATE payments SET status = 'failed', description = description || ': ' || $2, settled_at = $3 \
+             WHERE id = $1 AND status = 'pending'"),
         )
         .bind(id)
         .bind(reason)
@@ -228,8 +228,8 @@ pub async fn failed_renewals<'e>(
 ) -> sqlx::Result<(i64, Option<i64>)> {
     on!(exec, |c| {
         sqlx::query_as(
-            "SELECT COUNT(*), MAX(created_at) FROM payments WHERE subscription_id = $1 AND period_start = $2 \
-             AND kind = 'charge' AND status = 'failed'",
+            schema_checked!("SELECT COUNT(*), MAX(created_at) FROM payments WHERE subscription_id = $1 AND period_start = $2 \
+             AND kind = 'charge' AND status = 'failed'"),
         )
         .bind(subscription_id)
         .bind(period_start)
@@ -249,8 +249,8 @@ pub async fn advance_period<'e>(
 ) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(
-            "UPDATE subscriptions SET current_period_start = $2, current_period_end = $3, status = 'active', updated_at = $4 \
-             WHERE id = $1 AND current_period_end = $2 AND status IN ('active', 'past_due')",
+            schema_checked!("UPDATE subscriptions SET current_period_start = $2, current_period_end = $3, status = 'active', updated_at = $4 \
+             WHERE id = $1 AND current_period_end = $2 AND status IN ('active', 'past_due')"),
         )
         .bind(id)
         .bind(period_end)
@@ -274,8 +274,8 @@ pub async fn end<'e>(
 ) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(
-            "UPDATE subscriptions SET status = 'cancelled', cancelled_at = $3, cancel_reason = COALESCE($4, cancel_reason), \
-             updated_at = $3 WHERE id = $1 AND current_period_end = $2 AND status IN ('active', 'past_due')",
+            schema_checked!("UPDATE subscriptions SET status = 'cancelled', cancelled_at = $3, cancel_reason = COALESCE($4, cancel_reason), \
+             updated_at = $3 WHERE id = $1 AND current_period_end = $2 AND status IN ('active', 'past_due')"),
         )
         .bind(id)
         .bind(period_end)
@@ -294,9 +294,9 @@ pub async fn set_status<'e>(
     status: &str,
     now: i64,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "UPDATE subscriptions SET status = $2, updated_at = $3 WHERE id = $1"
-    )
+    ))
     .bind(id)
     .bind(status)
     .bind(now)
@@ -317,8 +317,8 @@ pub async fn record_event<'e>(
 ) -> sqlx::Result<bool> {
     let result = on!(exec, |c| {
         sqlx::query(
-            "INSERT INTO payment_events (event_id, event_type, handled, user_id, received_at) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (event_id) DO NOTHING",
+            schema_checked!("INSERT INTO payment_events (event_id, event_type, handled, user_id, received_at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (event_id) DO NOTHING"),
         )
         .bind(event_id)
         .bind(event_type)
@@ -333,9 +333,9 @@ pub async fn record_event<'e>(
 }
 
 pub async fn event_seen<'e>(exec: impl Executes<'e>, event_id: &str) -> sqlx::Result<Option<bool>> {
-    let handled: Option<i64> = on!(exec, |c| sqlx::query_scalar(
+    let handled: Option<i64> = on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT handled FROM payment_events WHERE event_id = $1"
-    )
+    ))
     .bind(event_id)
     .fetch_optional(c)
     .await)?;
@@ -349,10 +349,10 @@ pub async fn add_api_calls<'e>(
     day: i64,
     calls: i64,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "INSERT INTO api_usage (user_id, day, calls) VALUES ($1, $2, $3) \
-         ON CONFLICT (user_id, day) DO UPDATE SET calls = api_usage.calls + $3",
-    )
+         ON CONFLICT (user_id, day) DO UPDATE SET calls = api_usage.calls + $3"
+    ))
     .bind(user_id)
     .bind(day)
     .bind(calls)
@@ -368,7 +368,7 @@ pub async fn api_calls_since<'e>(
     day: i64,
 ) -> sqlx::Result<i64> {
     let calls: i64 = on!(exec, |c| {
-        sqlx::query_scalar("SELECT CAST(COALESCE(SUM(calls), 0) AS BIGINT) FROM api_usage WHERE user_id = $1 AND day >= $2")
+        sqlx::query_scalar(schema_checked!("SELECT CAST(COALESCE(SUM(calls), 0) AS BIGINT) FROM api_usage WHERE user_id = $1 AND day >= $2"))
             .bind(user_id)
             .bind(day)
             .fetch_one(c)
@@ -383,9 +383,9 @@ pub async fn opens_since<'e>(
     user_id: &str,
     since: i64,
 ) -> sqlx::Result<i64> {
-    on!(exec, |c| sqlx::query_scalar(
-        "SELECT COUNT(*) FROM ledger WHERE user_id = $1 AND action = 'OPEN' AND created_at >= $2",
-    )
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
+        "SELECT COUNT(*) FROM ledger WHERE user_id = $1 AND action = 'OPEN' AND created_at >= $2"
+    ))
     .bind(user_id)
     .bind(since)
     .fetch_one(c)
@@ -413,12 +413,12 @@ pub async fn subscription_figures<'e>(
 ) -> sqlx::Result<SubscriptionFigures> {
     on!(exec, |c| {
         sqlx::query_as(
-        "SELECT \
+        schema_checked!("SELECT \
            COALESCE(SUM(CASE WHEN status = 'active' AND billing_interval <> 'yearly' THEN amount END), 0) AS monthly, \
            COALESCE(SUM(CASE WHEN status = 'active' AND billing_interval = 'yearly' THEN amount END), 0) AS yearly, \
            COUNT(CASE WHEN status = 'cancelled' AND cancelled_at >= $1 THEN 1 END) AS churned, \
            COUNT(CASE WHEN status <> 'cancelled' OR cancelled_at >= $1 THEN 1 END) AS base \
-         FROM subscriptions"
+         FROM subscriptions")
     )
     .bind(window_start)
     .fetch_one(c)

@@ -56,10 +56,10 @@ impl Holdings {
 
 /// Records that `instance` is alive at `now`.
 pub async fn heartbeat(db: &Db, instance: &str, now: i64) -> sqlx::Result<()> {
-    on!(&db.pool, |c| sqlx::query(
+    on!(&db.pool, |c| sqlx::query(schema_checked!(
         "INSERT INTO cluster_instances (instance, seen_at) VALUES ($1, $2) \
          ON CONFLICT (instance) DO UPDATE SET seen_at = excluded.seen_at"
-    )
+    ))
     .bind(instance)
     .bind(now)
     .execute(c)
@@ -69,9 +69,9 @@ pub async fn heartbeat(db: &Db, instance: &str, now: i64) -> sqlx::Result<()> {
 
 /// The instances seen since `since`, in name order.
 pub async fn live_instances(db: &Db, since: i64) -> sqlx::Result<Vec<String>> {
-    on!(&db.pool, |c| sqlx::query_scalar(
+    on!(&db.pool, |c| sqlx::query_scalar(schema_checked!(
         "SELECT instance FROM cluster_instances WHERE seen_at >= $1 ORDER BY instance"
-    )
+    ))
     .bind(since)
     .fetch_all(c)
     .await)
@@ -79,9 +79,9 @@ pub async fn live_instances(db: &Db, since: i64) -> sqlx::Result<Vec<String>> {
 
 /// Forgets an instance that stops (its leases are released apart).
 pub async fn leave(db: &Db, instance: &str) -> sqlx::Result<()> {
-    on!(&db.pool, |c| sqlx::query(
+    on!(&db.pool, |c| sqlx::query(schema_checked!(
         "DELETE FROM cluster_instances WHERE instance = $1"
-    )
+    ))
     .bind(instance)
     .execute(c)
     .await
@@ -125,13 +125,13 @@ pub async fn claim(
             Err(err) => return Err(err),
         }
     }
-    let claimed = on!(&mut tx, |c| sqlx::query_scalar(
+    let claimed = on!(&mut tx, |c| sqlx::query_scalar(schema_checked!(
         "INSERT INTO bot_leases (user_id, instance, token, expires_at) VALUES ($1, $2, 1, $3) \
          ON CONFLICT (user_id) DO UPDATE SET instance = excluded.instance, \
          token = bot_leases.token + 1, expires_at = excluded.expires_at \
          WHERE bot_leases.expires_at < $4 OR bot_leases.instance = excluded.instance \
          RETURNING token"
-    )
+    ))
     .bind(user_id)
     .bind(instance)
     .bind(until)
@@ -156,9 +156,9 @@ const LOCK_NOT_AVAILABLE: &str = "55P03";
 /// Extends every lease `instance` holds until `until`; answers them with their tokens. A lease
 /// another instance took over is no longer the instance's, and is not among them.
 pub async fn renew(db: &Db, instance: &str, until: i64) -> sqlx::Result<Vec<(String, i64)>> {
-    on!(&db.pool, |c| sqlx::query_as(
+    on!(&db.pool, |c| sqlx::query_as(schema_checked!(
         "UPDATE bot_leases SET expires_at = $1 WHERE instance = $2 RETURNING user_id, token"
-    )
+    ))
     .bind(until)
     .bind(instance)
     .fetch_all(c)
@@ -173,9 +173,9 @@ pub async fn renew_one(
     token: i64,
     until: i64,
 ) -> sqlx::Result<bool> {
-    on!(&db.pool, |c| sqlx::query(
+    on!(&db.pool, |c| sqlx::query(schema_checked!(
         "UPDATE bot_leases SET expires_at = $1 WHERE user_id = $2 AND instance = $3 AND token = $4"
-    )
+    ))
     .bind(until)
     .bind(user_id)
     .bind(instance)
@@ -194,10 +194,10 @@ pub async fn release(
     instance: &str,
     token: Option<i64>,
 ) -> sqlx::Result<bool> {
-    on!(&db.pool, |c| sqlx::query(
+    on!(&db.pool, |c| sqlx::query(schema_checked!(
         "UPDATE bot_leases SET instance = '', expires_at = 0 \
          WHERE user_id = $1 AND instance = $2 AND ($3 IS NULL OR token = $3)"
-    )
+    ))
     .bind(user_id)
     .bind(instance)
     .bind(token)
@@ -210,7 +210,7 @@ pub async fn release(
 pub async fn held_by_others(db: &Db, instance: &str, now: i64) -> sqlx::Result<Vec<String>> {
     on!(&db.pool, |c| {
         sqlx::query_scalar(
-        "SELECT user_id FROM bot_leases WHERE instance <> '' AND instance <> $1 AND expires_at >= $2"
+        schema_checked!("SELECT user_id FROM bot_leases WHERE instance <> '' AND instance <> $1 AND expires_at >= $2")
     )
     .bind(instance)
     .bind(now)
@@ -221,9 +221,9 @@ pub async fn held_by_others(db: &Db, instance: &str, now: i64) -> sqlx::Result<V
 
 /// Gives up every lease `instance` holds (it is stopping).
 pub async fn release_all(db: &Db, instance: &str) -> sqlx::Result<u64> {
-    on!(&db.pool, |c| sqlx::query(
+    on!(&db.pool, |c| sqlx::query(schema_checked!(
         "UPDATE bot_leases SET instance = '', expires_at = 0 WHERE instance = $1"
-    )
+    ))
     .bind(instance)
     .execute(c)
     .await
@@ -243,9 +243,9 @@ pub struct Unowned {
 /// scanned bot or with orders or closes due whose lease nobody holds (or it ran out before
 /// `now`), in a stable order.
 pub async fn unowned(db: &Db, now: i64) -> sqlx::Result<(i64, Vec<Unowned>)> {
-    let scanned: i64 = on!(&db.pool, |c| sqlx::query_scalar(
+    let scanned: i64 = on!(&db.pool, |c| sqlx::query_scalar(schema_checked!(
         "SELECT COUNT(*) FROM bots WHERE status IN ('starting', 'running', 'paused')"
-    )
+    ))
     .fetch_one(c)
     .await)?;
     let free: Vec<Unowned> = on!(&db.pool, |c| {

@@ -46,9 +46,9 @@ pub async fn resumable_bots<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<Bot
 
 /// The owners of the bots [`resumable_bots`] answers, without reading the rows.
 pub async fn resumable_user_ids<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<String>> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT user_id FROM bots WHERE status IN ('starting', 'running', 'paused')"
-    )
+    ))
     .fetch_all(c)
     .await)
 }
@@ -120,9 +120,9 @@ pub fn push_scans(statements: &mut Statements, bots: &[&BotRow], now: i64) {
 }
 
 pub async fn count_bots_by_status<'e>(exec: impl Executes<'e>, status: &str) -> sqlx::Result<i64> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT COUNT(*) FROM bots WHERE status = $1"
-    )
+    ))
     .bind(status)
     .fetch_one(c)
     .await)
@@ -130,9 +130,9 @@ pub async fn count_bots_by_status<'e>(exec: impl Executes<'e>, status: &str) -> 
 
 /// Bots that are starting, running or paused.
 pub async fn count_active<'e>(exec: impl Executes<'e>) -> sqlx::Result<i64> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT COUNT(*) FROM bots WHERE status IN ('starting', 'running', 'paused')"
-    )
+    ))
     .fetch_one(c)
     .await)
 }

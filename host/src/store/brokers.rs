@@ -88,9 +88,9 @@ pub async fn by_name<'e>(
 }
 
 pub async fn delete<'e>(exec: impl Executes<'e>, user_id: &str, id: &str) -> sqlx::Result<bool> {
-    let result = on!(exec, |c| sqlx::query(
+    let result = on!(exec, |c| sqlx::query(schema_checked!(
         "DELETE FROM broker_connections WHERE user_id = $1 AND id = $2"
-    )
+    ))
     .bind(user_id)
     .bind(id)
     .execute(c)
@@ -108,7 +108,7 @@ pub async fn mark_connected<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-            "UPDATE broker_connections SET status = $2, permissions = $3, last_connected_at = $4 WHERE id = $1",
+            schema_checked!("UPDATE broker_connections SET status = $2, permissions = $3, last_connected_at = $4 WHERE id = $1"),
         )
         .bind(id)
         .bind(status)
@@ -134,7 +134,7 @@ pub struct Sealed {
 pub async fn all_sealed<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<Sealed>> {
     on!(exec, |c| {
         sqlx::query_as(
-            "SELECT id, user_id, api_key_sealed, api_secret_sealed, params_sealed FROM broker_connections ORDER BY id",
+            schema_checked!("SELECT id, user_id, api_key_sealed, api_secret_sealed, params_sealed FROM broker_connections ORDER BY id"),
         )
         .fetch_all(c)
         .await
@@ -144,7 +144,7 @@ pub async fn all_sealed<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<Sealed>
 pub async fn update_sealed<'e>(exec: impl Executes<'e>, sealed: &Sealed) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-            "UPDATE broker_connections SET api_key_sealed = $2, api_secret_sealed = $3, params_sealed = $4 WHERE id = $1",
+            schema_checked!("UPDATE broker_connections SET api_key_sealed = $2, api_secret_sealed = $3, params_sealed = $4 WHERE id = $1"),
         )
         .bind(&sealed.id)
         .bind(&sealed.api_key_sealed)

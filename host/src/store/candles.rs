@@ -81,11 +81,11 @@ pub async fn blocks<'e>(
     from_block: i64,
     to_block: i64,
 ) -> sqlx::Result<Vec<BlockRow>> {
-    on!(exec, |c| sqlx::query_as(
+    on!(exec, |c| sqlx::query_as(schema_checked!(
         "SELECT block_start, first_ms, last_ms, candle_count, data FROM candle_blocks \
          WHERE source = $1 AND symbol = $2 AND bar_interval = $3 \
          AND block_start >= $4 AND block_start <= $5 ORDER BY block_start"
-    )
+    ))
     .bind(&key.source)
     .bind(&key.symbol)
     .bind(&key.interval)
@@ -104,11 +104,11 @@ pub async fn put_block<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-        "INSERT INTO candle_blocks (source, symbol, bar_interval, block_start, first_ms, last_ms, \
+        schema_checked!("INSERT INTO candle_blocks (source, symbol, bar_interval, block_start, first_ms, last_ms, \
          candle_count, data, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
          ON CONFLICT (source, symbol, bar_interval, block_start) DO UPDATE SET \
          first_ms = excluded.first_ms, last_ms = excluded.last_ms, \
-         candle_count = excluded.candle_count, data = excluded.data, updated_at = excluded.updated_at"
+         candle_count = excluded.candle_count, data = excluded.data, updated_at = excluded.updated_at")
     )
     .bind(&key.source)
     .bind(&key.symbol)
@@ -128,9 +128,9 @@ pub async fn put_block<'e>(
 
 /// Deletes a whole series; the number of blocks it had.
 pub async fn delete_series<'e>(exec: impl Executes<'e>, key: &SeriesKey) -> sqlx::Result<u64> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "DELETE FROM candle_blocks WHERE source = $1 AND symbol = $2 AND bar_interval = $3"
-    )
+    ))
     .bind(&key.source)
     .bind(&key.symbol)
     .bind(&key.interval)

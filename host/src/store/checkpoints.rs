@@ -21,7 +21,7 @@ pub fn start(pool: SqlitePool) {
             if pool.is_closed() {
                 return;
             }
-            if let Err(err) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            if let Err(err) = sqlx::query(schema_checked!("PRAGMA wal_checkpoint(PASSIVE)"))
                 .execute(&pool)
                 .await
             {

@@ -61,9 +61,9 @@ pub async fn by_id<'e>(exec: impl Executes<'e>, id: &str) -> sqlx::Result<Option
 
 /// An export's bytes; none for one an earlier release wrote to the data directory.
 pub async fn body<'e>(exec: impl Executes<'e>, id: &str) -> sqlx::Result<Option<Vec<u8>>> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT body FROM exports WHERE id = $1"
-    )
+    ))
     .bind(id)
     .fetch_optional(c)
     .await
@@ -83,10 +83,12 @@ pub async fn expired<'e>(exec: impl Executes<'e>, now: i64) -> sqlx::Result<Vec<
 }
 
 pub async fn delete<'e>(exec: impl Executes<'e>, id: &str) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query("DELETE FROM exports WHERE id = $1")
-        .bind(id)
-        .execute(c)
-        .await
-        .map(|done| done.rows_affected()))?;
+    on!(exec, |c| sqlx::query(schema_checked!(
+        "DELETE FROM exports WHERE id = $1"
+    ))
+    .bind(id)
+    .execute(c)
+    .await
+    .map(|done| done.rows_affected()))?;
     Ok(())
 }

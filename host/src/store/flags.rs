@@ -4,9 +4,9 @@
 use super::Executes;
 
 pub async fn flag<'e>(exec: impl Executes<'e>, name: &str) -> sqlx::Result<Option<String>> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT value FROM platform_flags WHERE name = $1"
-    )
+    ))
     .bind(name)
     .fetch_optional(c)
     .await)
@@ -19,10 +19,10 @@ pub async fn set_flag<'e>(
     by: &str,
     now: i64,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "INSERT INTO platform_flags (name, value, updated_by, updated_at) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (name) DO UPDATE SET value = $2, updated_by = $3, updated_at = $4",
-    )
+         ON CONFLICT (name) DO UPDATE SET value = $2, updated_by = $3, updated_at = $4"
+    ))
     .bind(name)
     .bind(value)
     .bind(by)
@@ -35,9 +35,9 @@ pub async fn set_flag<'e>(
 
 /// Removes a flag; whether it was set.
 pub async fn clear_flag<'e>(exec: impl Executes<'e>, name: &str) -> sqlx::Result<bool> {
-    let result = on!(exec, |c| sqlx::query(
+    let result = on!(exec, |c| sqlx::query(schema_checked!(
         "DELETE FROM platform_flags WHERE name = $1"
-    )
+    ))
     .bind(name)
     .execute(c)
     .await

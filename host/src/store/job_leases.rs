@@ -7,9 +7,9 @@ use super::Db;
 pub async fn claim(db: &Db, job: &str, instance: &str, now: i64, until: i64) -> sqlx::Result<bool> {
     let granted = on!(&db.pool, |c| {
         sqlx::query(
-            "INSERT INTO job_leases (job, instance, expires_at) VALUES ($1, $2, $3) \
+            schema_checked!("INSERT INTO job_leases (job, instance, expires_at) VALUES ($1, $2, $3) \
              ON CONFLICT (job) DO UPDATE SET instance = excluded.instance, expires_at = excluded.expires_at \
-             WHERE job_leases.instance = excluded.instance OR job_leases.expires_at < $4",
+             WHERE job_leases.instance = excluded.instance OR job_leases.expires_at < $4"),
         )
         .bind(job)
         .bind(instance)

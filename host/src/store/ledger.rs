@@ -168,9 +168,9 @@ pub async fn count(db: &Db, filter: &Filter) -> sqlx::Result<i64> {
 
 /// The summed notional of every fill booked at or after `since`, across users.
 pub async fn notional_since<'e>(exec: impl Executes<'e>, since: i64) -> sqlx::Result<Decimal> {
-    let sum: StoredDecimal = on!(exec, |c| sqlx::query_scalar(
+    let sum: StoredDecimal = on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT COALESCE(SUM(notional), 0) FROM ledger WHERE created_at >= $1"
-    )
+    ))
     .bind(since)
     .fetch_one(c)
     .await)?;

@@ -7,6 +7,8 @@
 //! integers (timestamps are epoch milliseconds), doubles, and exact decimals
 //! ([`StoredDecimal`]). Queries use `$n` placeholders, which
 //! both backends accept; SQL that must differ branches on [`Backend`] in the module that needs it.
+//! A query written as one literal is wrapped in `schema_checked!`, which checks it against the
+//! migrated SQLite schema when the crate compiles.
 
 /// A query assembled from a module's column-list constants (never from input).
 macro_rules! sql {

@@ -64,10 +64,10 @@ pub fn push_events(statements: &mut Statements, events: &[&EventRow], returning:
 }
 
 pub async fn undispatched_events(db: &Db, limit: i64) -> sqlx::Result<Vec<EventRow>> {
-    on!(&db.pool, |c| sqlx::query_as(
+    on!(&db.pool, |c| sqlx::query_as(schema_checked!(
         "SELECT id, user_id, kind, payload, created_at FROM notification_events \
-         WHERE dispatched_at IS NULL ORDER BY created_at, id LIMIT $1",
-    )
+         WHERE dispatched_at IS NULL ORDER BY created_at, id LIMIT $1"
+    ))
     .bind(limit)
     .fetch_all(c)
     .await)
@@ -110,10 +110,10 @@ pub async fn recipients<'e>(
 ) -> sqlx::Result<Vec<Recipient>> {
     match user_id {
         Some(user_id) => {
-            on!(exec, |c| sqlx::query_as(
+            on!(exec, |c| sqlx::query_as(schema_checked!(
                 "SELECT u.id AS user_id, u.email, s.settings FROM users u \
-                 LEFT JOIN user_settings s ON s.user_id = u.id WHERE u.id = $1",
-            )
+                 LEFT JOIN user_settings s ON s.user_id = u.id WHERE u.id = $1"
+            ))
             .bind(user_id)
             .fetch_all(c)
             .await)
@@ -121,8 +121,8 @@ pub async fn recipients<'e>(
         None => {
             on!(exec, |c| {
                 sqlx::query_as(
-                    "SELECT u.id AS user_id, u.email, s.settings FROM users u \
-                     LEFT JOIN user_settings s ON s.user_id = u.id WHERE u.status = 'active' ORDER BY u.id",
+                    schema_checked!("SELECT u.id AS user_id, u.email, s.settings FROM users u \
+                     LEFT JOIN user_settings s ON s.user_id = u.id WHERE u.status = 'active' ORDER BY u.id"),
                 )
                 .fetch_all(c)
                 .await
@@ -168,9 +168,9 @@ pub async fn insert_webhook<'e>(exec: impl Executes<'e>, row: &WebhookRow) -> sq
 }
 
 pub async fn count_webhooks<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<i64> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT COUNT(*) FROM notification_webhooks WHERE user_id = $1"
-    )
+    ))
     .bind(user_id)
     .fetch_one(c)
     .await)
@@ -213,9 +213,9 @@ pub async fn webhook(db: &Db, user_id: &str, id: &str) -> sqlx::Result<Option<We
 }
 
 pub async fn delete_webhook(db: &Db, user_id: &str, id: &str) -> sqlx::Result<bool> {
-    let result = on!(&db.pool, |c| sqlx::query(
+    let result = on!(&db.pool, |c| sqlx::query(schema_checked!(
         "DELETE FROM notification_webhooks WHERE id = $1 AND user_id = $2"
-    )
+    ))
     .bind(id)
     .bind(user_id)
     .execute(c)
@@ -225,9 +225,9 @@ pub async fn delete_webhook(db: &Db, user_id: &str, id: &str) -> sqlx::Result<bo
 }
 
 pub async fn secret<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Option<String>> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT secret FROM notification_secrets WHERE user_id = $1"
-    )
+    ))
     .bind(user_id)
     .fetch_optional(c)
     .await)
@@ -334,10 +334,10 @@ pub async fn due_deliveries(db: &Db, now: i64, limit: i64) -> sqlx::Result<Vec<D
 /// Takes a due delivery for one attempt: moves its next attempt to `lease_until` so nobody else
 /// sends it meanwhile. False when someone else took it first.
 pub async fn claim(db: &Db, delivery: &DeliveryRow, lease_until: i64) -> sqlx::Result<bool> {
-    let result = on!(&db.pool, |c| sqlx::query(
+    let result = on!(&db.pool, |c| sqlx::query(schema_checked!(
         "UPDATE webhook_deliveries SET next_attempt_at = $1 \
-         WHERE id = $2 AND status = 'pending' AND next_attempt_at = $3",
-    )
+         WHERE id = $2 AND status = 'pending' AND next_attempt_at = $3"
+    ))
     .bind(lease_until)
     .bind(&delivery.id)
     .bind(delivery.next_attempt_at)
@@ -358,10 +358,10 @@ pub struct Attempt<'a> {
 pub async fn record_attempt(db: &Db, id: &str, attempt: &Attempt<'_>) -> sqlx::Result<()> {
     let now = now_ms();
     let delivered_at = (attempt.status == "delivered").then_some(now);
-    on!(&db.pool, |c| sqlx::query(
+    on!(&db.pool, |c| sqlx::query(schema_checked!(
         "UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1, last_status = $2, \
-         last_error = $3, next_attempt_at = $4, delivered_at = $5 WHERE id = $6",
-    )
+         last_error = $3, next_attempt_at = $4, delivered_at = $5 WHERE id = $6"
+    ))
     .bind(attempt.status)
     .bind(attempt.http_status)
     .bind(attempt.error)
@@ -388,10 +388,10 @@ pub async fn deliveries(db: &Db, webhook_id: &str, limit: i64) -> sqlx::Result<V
 
 /// Users who traded (they have a trading account): the ones summaries are made for.
 pub async fn trading_users(db: &Db) -> sqlx::Result<Vec<String>> {
-    on!(&db.pool, |c| sqlx::query_scalar(
+    on!(&db.pool, |c| sqlx::query_scalar(schema_checked!(
         "SELECT a.user_id FROM trading_accounts a JOIN users u ON u.id = a.user_id \
-         WHERE u.status = 'active' ORDER BY a.user_id",
-    )
+         WHERE u.status = 'active' ORDER BY a.user_id"
+    ))
     .fetch_all(c)
     .await)
 }

@@ -209,9 +209,9 @@ pub async fn postpone_check<'e>(
     checks: i64,
     error: &str,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "UPDATE orders SET next_check_at = $2, checks = $3, error = $4 WHERE id = $1"
-    )
+    ))
     .bind(id)
     .bind(next_check_at)
     .bind(checks)
@@ -230,8 +230,8 @@ pub async fn count_opens_since<'e>(
 ) -> sqlx::Result<i64> {
     on!(exec, |c| {
         sqlx::query_scalar(
-            "SELECT COUNT(*) FROM orders WHERE user_id = $1 AND intent <> 'close' AND filled_quantity <> 0 \
-             AND created_at >= $2",
+            schema_checked!("SELECT COUNT(*) FROM orders WHERE user_id = $1 AND intent <> 'close' AND filled_quantity <> 0 \
+             AND created_at >= $2"),
         )
         .bind(user_id)
         .bind(since)
@@ -258,9 +258,9 @@ pub async fn page<'e>(
     .bind(offset)
     .fetch_all(c)
     .await)?;
-    let total = on!(exec, |c| sqlx::query_scalar(
-        "SELECT COUNT(*) FROM orders WHERE user_id = $1 AND ($2 IS NULL OR status = $2)",
-    )
+    let total = on!(exec, |c| sqlx::query_scalar(schema_checked!(
+        "SELECT COUNT(*) FROM orders WHERE user_id = $1 AND ($2 IS NULL OR status = $2)"
+    ))
     .bind(user_id)
     .bind(status)
     .fetch_one(c)
@@ -314,8 +314,8 @@ pub fn insert_fills(statements: &mut Statements, fills: &[&FillRow]) {
 pub async fn fills_of<'e>(exec: impl Executes<'e>, order_id: &str) -> sqlx::Result<Vec<FillRow>> {
     on!(exec, |c| {
         sqlx::query_as(
-            "SELECT id, order_id, user_id, venue_trade_id, quantity, price, fee, filled_at, booked_at FROM fills \
-             WHERE order_id = $1 ORDER BY filled_at, id",
+            schema_checked!("SELECT id, order_id, user_id, venue_trade_id, quantity, price, fee, filled_at, booked_at FROM fills \
+             WHERE order_id = $1 ORDER BY filled_at, id"),
         )
         .bind(order_id)
         .fetch_all(c)
@@ -328,9 +328,9 @@ pub async fn booked_trade_ids<'e>(
     exec: impl Executes<'e>,
     order_id: &str,
 ) -> sqlx::Result<Vec<String>> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT venue_trade_id FROM fills WHERE order_id = $1"
-    )
+    ))
     .bind(order_id)
     .fetch_all(c)
     .await)

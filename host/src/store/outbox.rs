@@ -106,9 +106,9 @@ pub async fn undelivered_to(db: &Db, to_address: &str) -> sqlx::Result<Vec<MailR
 
 /// Forgets a delivered mail's body (one that carried a secret such as a reset link).
 pub async fn erase_body(db: &Db, id: &str) -> sqlx::Result<()> {
-    on!(&db.pool, |c| sqlx::query(
+    on!(&db.pool, |c| sqlx::query(schema_checked!(
         "UPDATE mail_outbox SET body = '' WHERE id = $1"
-    )
+    ))
     .bind(id)
     .execute(c)
     .await
@@ -126,7 +126,7 @@ pub async fn record_attempt(
     let sent_at = (status == "sent" || status == "logged").then(now_ms);
     on!(&db.pool, |c| {
         sqlx::query(
-            "UPDATE mail_outbox SET status = $1, attempts = attempts + 1, last_error = $2, sent_at = $3 WHERE id = $4",
+            schema_checked!("UPDATE mail_outbox SET status = $1, attempts = attempts + 1, last_error = $2, sent_at = $3 WHERE id = $4"),
         )
         .bind(status)
         .bind(error)

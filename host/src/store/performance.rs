@@ -36,9 +36,9 @@ const FIGURE_COLUMNS: &str = "id, user_id, taken_at, source, cash, positions_val
 pub async fn insert_snapshot<'e>(exec: impl Executes<'e>, s: &SnapshotRow) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-            "INSERT INTO performance_snapshots (id, user_id, taken_at, source, cash, positions_value, unrealized_pnl, \
+            schema_checked!("INSERT INTO performance_snapshots (id, user_id, taken_at, source, cash, positions_value, unrealized_pnl, \
              realized_pnl_today, total_trades, winning_trades, losing_trades, kpi) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"),
         )
         .bind(&s.id)
         .bind(&s.user_id)
@@ -85,8 +85,8 @@ pub async fn kpi_since<'e>(
 ) -> sqlx::Result<Vec<String>> {
     on!(exec, |c| {
         sqlx::query_scalar(
-            "SELECT kpi FROM performance_snapshots WHERE user_id = $1 AND taken_at >= $2 AND kpi IS NOT NULL \
-             ORDER BY taken_at, id",
+            schema_checked!("SELECT kpi FROM performance_snapshots WHERE user_id = $1 AND taken_at >= $2 AND kpi IS NOT NULL \
+             ORDER BY taken_at, id"),
         )
         .bind(user_id)
         .bind(since)
@@ -99,10 +99,10 @@ pub async fn latest_kpi<'e>(
     exec: impl Executes<'e>,
     user_id: &str,
 ) -> sqlx::Result<Option<String>> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT kpi FROM performance_snapshots WHERE user_id = $1 AND kpi IS NOT NULL \
-         ORDER BY taken_at DESC, id DESC LIMIT 1",
-    )
+         ORDER BY taken_at DESC, id DESC LIMIT 1"
+    ))
     .bind(user_id)
     .fetch_optional(c)
     .await)
@@ -115,7 +115,7 @@ pub async fn tracker_stats<'e>(
 ) -> sqlx::Result<(i64, Option<i64>)> {
     on!(exec, |c| {
         sqlx::query_as(
-            "SELECT COUNT(*), MAX(taken_at) FROM performance_snapshots WHERE user_id = $1 AND source = 'tracker'",
+            schema_checked!("SELECT COUNT(*), MAX(taken_at) FROM performance_snapshots WHERE user_id = $1 AND source = 'tracker'"),
         )
         .bind(user_id)
         .fetch_one(c)
@@ -127,7 +127,7 @@ pub async fn tracker_stats<'e>(
 pub async fn last_tracked<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<(String, i64)>> {
     on!(exec, |c| {
         sqlx::query_as(
-            "SELECT user_id, MAX(taken_at) FROM performance_snapshots WHERE source = 'tracker' GROUP BY user_id",
+            schema_checked!("SELECT user_id, MAX(taken_at) FROM performance_snapshots WHERE source = 'tracker' GROUP BY user_id"),
         )
         .fetch_all(c)
         .await
@@ -136,9 +136,9 @@ pub async fn last_tracked<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<(Stri
 
 /// Every bot with its status and last change: who the tracker follows.
 pub async fn bots<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<(String, String, i64)>> {
-    on!(exec, |c| sqlx::query_as(
+    on!(exec, |c| sqlx::query_as(schema_checked!(
         "SELECT user_id, status, updated_at FROM bots"
-    )
+    ))
     .fetch_all(c)
     .await)
 }
@@ -150,9 +150,9 @@ pub async fn insert_report<'e>(
     created_at: i64,
     report: &str,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
-        "INSERT INTO performance_reports (id, user_id, created_at, report) VALUES ($1, $2, $3, $4)",
-    )
+    on!(exec, |c| sqlx::query(schema_checked!(
+        "INSERT INTO performance_reports (id, user_id, created_at, report) VALUES ($1, $2, $3, $4)"
+    ))
     .bind(id)
     .bind(user_id)
     .bind(created_at)
@@ -168,9 +168,9 @@ pub async fn report_stats<'e>(
     exec: impl Executes<'e>,
     user_id: &str,
 ) -> sqlx::Result<(i64, Option<i64>)> {
-    on!(exec, |c| sqlx::query_as(
+    on!(exec, |c| sqlx::query_as(schema_checked!(
         "SELECT COUNT(*), MAX(created_at) FROM performance_reports WHERE user_id = $1"
-    )
+    ))
     .bind(user_id)
     .fetch_one(c)
     .await)
@@ -184,8 +184,8 @@ pub async fn alarms_since<'e>(
 ) -> sqlx::Result<Vec<AlarmRow>> {
     on!(exec, |c| {
         sqlx::query_as(
-            "SELECT id, alarm_type, level, message, current_value, threshold_value, recommended_action, status, raised_at, \
-             cleared_at FROM alarms WHERE user_id = $1 AND raised_at >= $2 ORDER BY raised_at DESC, id DESC",
+            schema_checked!("SELECT id, alarm_type, level, message, current_value, threshold_value, recommended_action, status, raised_at, \
+             cleared_at FROM alarms WHERE user_id = $1 AND raised_at >= $2 ORDER BY raised_at DESC, id DESC"),
         )
         .bind(user_id)
         .bind(since)

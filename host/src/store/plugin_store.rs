@@ -13,9 +13,9 @@ pub async fn get<'e>(
     scope: &str,
     key: &str,
 ) -> sqlx::Result<Option<String>> {
-    on!(exec, |c| sqlx::query_scalar(
-        "SELECT value FROM plugin_store WHERE plugin = $1 AND scope = $2 AND key = $3",
-    )
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
+        "SELECT value FROM plugin_store WHERE plugin = $1 AND scope = $2 AND key = $3"
+    ))
     .bind(plugin)
     .bind(scope)
     .bind(key)
@@ -143,8 +143,8 @@ pub async fn scan<'e>(
     };
     on!(exec, |c| {
         sqlx::query_as(
-            "SELECT key, value FROM plugin_store WHERE plugin = $1 AND scope = $2 AND key >= $3 AND key < $4 \
-             AND key > $5 ORDER BY key LIMIT $6",
+            schema_checked!("SELECT key, value FROM plugin_store WHERE plugin = $1 AND scope = $2 AND key >= $3 AND key < $4 \
+             AND key > $5 ORDER BY key LIMIT $6"),
         )
         .bind(plugin)
         .bind(scope)

@@ -35,8 +35,8 @@ pub struct NewVersion<'a> {
 pub async fn insert_version(db: &Db, v: &NewVersion<'_>) -> sqlx::Result<()> {
     on!(&db.pool, |c| {
         sqlx::query(
-            "INSERT INTO plugin_versions (name, version, kind, sha256, manifest, file_name, uploaded_by, created_at, wasm) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            schema_checked!("INSERT INTO plugin_versions (name, version, kind, sha256, manifest, file_name, uploaded_by, created_at, wasm) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"),
         )
         .bind(v.name)
         .bind(v.version)
@@ -55,18 +55,18 @@ pub async fn insert_version(db: &Db, v: &NewVersion<'_>) -> sqlx::Result<()> {
 }
 
 pub async fn versions(db: &Db) -> sqlx::Result<Vec<VersionRow>> {
-    on!(&db.pool, |c| sqlx::query_as(
+    on!(&db.pool, |c| sqlx::query_as(schema_checked!(
         "SELECT name, version, sha256, manifest, file_name FROM plugin_versions ORDER BY created_at"
-    )
+    ))
     .fetch_all(c)
     .await)
 }
 
 /// The stored binary of a version (none: uploaded before binaries were kept in the database).
 pub async fn wasm(db: &Db, name: &str, version: &str) -> sqlx::Result<Option<Vec<u8>>> {
-    on!(&db.pool, |c| sqlx::query_scalar(
+    on!(&db.pool, |c| sqlx::query_scalar(schema_checked!(
         "SELECT wasm FROM plugin_versions WHERE name = $1 AND version = $2"
-    )
+    ))
     .bind(name)
     .bind(version)
     .fetch_optional(c)
@@ -77,9 +77,9 @@ pub async fn wasm(db: &Db, name: &str, version: &str) -> sqlx::Result<Option<Vec
 /// Keeps the binary of a version uploaded before binaries were stored in the database.
 pub async fn store_wasm(db: &Db, name: &str, version: &str, wasm: &[u8]) -> sqlx::Result<()> {
     on!(&db.pool, |c| {
-        sqlx::query(
-            "UPDATE plugin_versions SET wasm = $3 WHERE name = $1 AND version = $2 AND wasm IS NULL",
-        )
+        sqlx::query(schema_checked!(
+            "UPDATE plugin_versions SET wasm = $3 WHERE name = $1 AND version = $2 AND wasm IS NULL"
+        ))
         .bind(name)
         .bind(version)
         .bind(wasm)
@@ -91,9 +91,9 @@ pub async fn store_wasm(db: &Db, name: &str, version: &str, wasm: &[u8]) -> sqlx
 }
 
 pub async fn settings(db: &Db) -> sqlx::Result<Vec<SettingsRow>> {
-    on!(&db.pool, |c| sqlx::query_as(
+    on!(&db.pool, |c| sqlx::query_as(schema_checked!(
         "SELECT name, active_version, previous_version, config FROM plugin_settings"
-    )
+    ))
     .fetch_all(c)
     .await)
 }
@@ -107,9 +107,9 @@ pub async fn save_settings(
 ) -> sqlx::Result<()> {
     on!(&db.pool, |c| {
         sqlx::query(
-            "INSERT INTO plugin_settings (name, active_version, previous_version, config, updated_at) \
+            schema_checked!("INSERT INTO plugin_settings (name, active_version, previous_version, config, updated_at) \
              VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (name) DO UPDATE SET active_version = $2, previous_version = $3, config = $4, updated_at = $5",
+             ON CONFLICT (name) DO UPDATE SET active_version = $2, previous_version = $3, config = $4, updated_at = $5"),
         )
         .bind(name)
         .bind(active_version)

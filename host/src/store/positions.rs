@@ -95,18 +95,18 @@ pub async fn open_positions<'e>(
 
 /// Users with an open position.
 pub async fn users_with_open_positions<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<String>> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT DISTINCT user_id FROM positions WHERE status = 'open'"
-    )
+    ))
     .fetch_all(c)
     .await)
 }
 
 /// How many positions each user holds open (users with none left out).
 pub async fn open_counts_by_user<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<(String, i64)>> {
-    on!(exec, |c| sqlx::query_as(
+    on!(exec, |c| sqlx::query_as(schema_checked!(
         "SELECT user_id, COUNT(*) FROM positions WHERE status = 'open' GROUP BY user_id"
-    )
+    ))
     .fetch_all(c)
     .await)
 }
@@ -152,7 +152,7 @@ pub async fn peak_open<'e>(
     user_id: &str,
     since: i64,
 ) -> sqlx::Result<i64> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "WITH events (at, delta) AS ( \
              SELECT opened_at, 1 FROM positions \
              WHERE user_id = $1 AND (closed_at IS NULL OR closed_at >= $2) \
@@ -163,8 +163,8 @@ pub async fn peak_open<'e>(
              SELECT at, SUM(delta) OVER (ORDER BY at, delta ROWS UNBOUNDED PRECEDING) AS open_now \
              FROM events \
          ) \
-         SELECT CAST(COALESCE(MAX(open_now), 0) AS BIGINT) FROM running WHERE at >= $2",
-    )
+         SELECT CAST(COALESCE(MAX(open_now), 0) AS BIGINT) FROM running WHERE at >= $2"
+    ))
     .bind(user_id)
     .bind(since)
     .fetch_one(c)

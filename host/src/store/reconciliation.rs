@@ -18,7 +18,7 @@ pub async fn baseline<'e>(
 ) -> sqlx::Result<Option<Decimal>> {
     let quantity: Option<StoredDecimal> = on!(exec, |c| {
         sqlx::query_scalar(
-            "SELECT quantity FROM venue_baselines WHERE user_id = $1 AND broker = $2 AND symbol = $3",
+            schema_checked!("SELECT quantity FROM venue_baselines WHERE user_id = $1 AND broker = $2 AND symbol = $3"),
         )
         .bind(user_id)
         .bind(broker)
@@ -39,8 +39,8 @@ pub async fn set_baseline<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-            "INSERT INTO venue_baselines (user_id, broker, symbol, quantity, updated_at) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (user_id, broker, symbol) DO UPDATE SET quantity = $4, updated_at = $5",
+            schema_checked!("INSERT INTO venue_baselines (user_id, broker, symbol, quantity, updated_at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (user_id, broker, symbol) DO UPDATE SET quantity = $4, updated_at = $5"),
         )
         .bind(user_id)
         .bind(broker)
@@ -168,8 +168,8 @@ pub async fn resolve<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-            "UPDATE discrepancies SET status = 'resolved', resolved_at = $2, resolved_by = $3, resolution = $4 \
-             WHERE id = $1 AND status = 'open'",
+            schema_checked!("UPDATE discrepancies SET status = 'resolved', resolved_at = $2, resolved_by = $3, resolution = $4 \
+             WHERE id = $1 AND status = 'open'"),
         )
         .bind(id)
         .bind(now)
@@ -183,9 +183,9 @@ pub async fn resolve<'e>(
 }
 
 pub async fn count_open<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<i64> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT COUNT(*) FROM discrepancies WHERE user_id = $1 AND status = 'open'"
-    )
+    ))
     .bind(user_id)
     .fetch_one(c)
     .await)

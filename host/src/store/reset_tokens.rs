@@ -11,7 +11,7 @@ pub async fn insert<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-            "INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+            schema_checked!("INSERT INTO password_reset_tokens (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)"),
         )
         .bind(token_hash)
         .bind(user_id)
@@ -31,10 +31,10 @@ pub async fn consume<'e>(
     token_hash: &str,
     now: i64,
 ) -> sqlx::Result<Option<String>> {
-    let row: Option<(String,)> = on!(exec, |c| sqlx::query_as(
+    let row: Option<(String,)> = on!(exec, |c| sqlx::query_as(schema_checked!(
         "UPDATE password_reset_tokens SET used_at = $1 \
-         WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1 RETURNING user_id",
-    )
+         WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1 RETURNING user_id"
+    ))
     .bind(now)
     .bind(token_hash)
     .fetch_optional(c)
@@ -53,9 +53,9 @@ pub async fn lookup<'e>(
     exec: impl Executes<'e>,
     token_hash: &str,
 ) -> sqlx::Result<Option<ResetToken>> {
-    on!(exec, |c| sqlx::query_as(
-        "SELECT user_id, expires_at, used_at FROM password_reset_tokens WHERE token_hash = $1",
-    )
+    on!(exec, |c| sqlx::query_as(schema_checked!(
+        "SELECT user_id, expires_at, used_at FROM password_reset_tokens WHERE token_hash = $1"
+    ))
     .bind(token_hash)
     .fetch_optional(c)
     .await)

@@ -18,8 +18,8 @@ pub async fn insert<'e>(exec: impl Executes<'e>, session: &NewSession<'_>) -> sq
     let now = now_ms();
     on!(exec, |c| {
         sqlx::query(
-            "INSERT INTO sessions (id, user_id, created_at, expires_at, last_used_at, ip_address, user_agent) \
-             VALUES ($1, $2, $3, $4, $3, $5, $6)",
+            schema_checked!("INSERT INTO sessions (id, user_id, created_at, expires_at, last_used_at, ip_address, user_agent) \
+             VALUES ($1, $2, $3, $4, $3, $5, $6)"),
         )
         .bind(session.id)
         .bind(session.user_id)
@@ -42,7 +42,7 @@ pub async fn insert_refresh_token<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-            "INSERT INTO refresh_tokens (token_hash, session_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+            schema_checked!("INSERT INTO refresh_tokens (token_hash, session_id, created_at, expires_at) VALUES ($1, $2, $3, $4)"),
         )
         .bind(token_hash)
         .bind(session_id)
@@ -90,8 +90,8 @@ pub async fn refresh_token<'e>(
 ) -> sqlx::Result<Option<RefreshTokenRow>> {
     on!(exec, |c| {
         sqlx::query_as(
-            "SELECT t.session_id, t.expires_at, t.used_at, s.user_id, s.revoked_at AS session_revoked_at \
-             FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id WHERE t.token_hash = $1",
+            schema_checked!("SELECT t.session_id, t.expires_at, t.used_at, s.user_id, s.revoked_at AS session_revoked_at \
+             FROM refresh_tokens t JOIN sessions s ON s.id = t.session_id WHERE t.token_hash = $1"),
         )
         .bind(token_hash)
         .fetch_optional(c)
@@ -105,9 +105,9 @@ pub async fn consume_refresh_token<'e>(
     token_hash: &str,
     now: i64,
 ) -> sqlx::Result<bool> {
-    let result = on!(exec, |c| sqlx::query(
-        "UPDATE refresh_tokens SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL",
-    )
+    let result = on!(exec, |c| sqlx::query(schema_checked!(
+        "UPDATE refresh_tokens SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL"
+    ))
     .bind(now)
     .bind(token_hash)
     .execute(c)
@@ -123,9 +123,9 @@ pub async fn extend<'e>(
     now: i64,
     expires_at: i64,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "UPDATE sessions SET last_used_at = $1, expires_at = $2 WHERE id = $3"
-    )
+    ))
     .bind(now)
     .bind(expires_at)
     .bind(session_id)
@@ -141,7 +141,7 @@ pub async fn revoke<'e>(
     reason: &str,
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
-        sqlx::query("UPDATE sessions SET revoked_at = $1, revoke_reason = $2 WHERE id = $3 AND revoked_at IS NULL")
+        sqlx::query(schema_checked!("UPDATE sessions SET revoked_at = $1, revoke_reason = $2 WHERE id = $3 AND revoked_at IS NULL"))
             .bind(now_ms())
             .bind(reason)
             .bind(session_id)
@@ -158,10 +158,10 @@ pub async fn revoke_all<'e>(
     user_id: &str,
     reason: &str,
 ) -> sqlx::Result<Vec<String>> {
-    let ids: Vec<(String,)> = on!(exec, |c| sqlx::query_as(
+    let ids: Vec<(String,)> = on!(exec, |c| sqlx::query_as(schema_checked!(
         "UPDATE sessions SET revoked_at = $1, revoke_reason = $2 \
-         WHERE user_id = $3 AND revoked_at IS NULL RETURNING id",
-    )
+         WHERE user_id = $3 AND revoked_at IS NULL RETURNING id"
+    ))
     .bind(now_ms())
     .bind(reason)
     .bind(user_id)
@@ -177,10 +177,10 @@ pub async fn revoke_all_except<'e>(
     keep_session_id: &str,
     reason: &str,
 ) -> sqlx::Result<Vec<String>> {
-    let ids: Vec<(String,)> = on!(exec, |c| sqlx::query_as(
+    let ids: Vec<(String,)> = on!(exec, |c| sqlx::query_as(schema_checked!(
         "UPDATE sessions SET revoked_at = $1, revoke_reason = $2 \
-         WHERE user_id = $3 AND id <> $4 AND revoked_at IS NULL RETURNING id",
-    )
+         WHERE user_id = $3 AND id <> $4 AND revoked_at IS NULL RETURNING id"
+    ))
     .bind(now_ms())
     .bind(reason)
     .bind(user_id)

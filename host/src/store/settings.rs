@@ -5,9 +5,9 @@ use serde_json::{Map, Value};
 
 /// The stored changes (empty when the user changed nothing).
 pub async fn get<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<Map<String, Value>> {
-    let text: Option<String> = on!(exec, |c| sqlx::query_scalar(
+    let text: Option<String> = on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT settings FROM user_settings WHERE user_id = $1"
-    )
+    ))
     .bind(user_id)
     .fetch_optional(c)
     .await)?;
@@ -23,10 +23,10 @@ pub async fn put<'e>(
     settings: &Map<String, Value>,
     now: i64,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "INSERT INTO user_settings (user_id, settings, updated_at) VALUES ($1, $2, $3) \
-         ON CONFLICT (user_id) DO UPDATE SET settings = $2, updated_at = $3",
-    )
+         ON CONFLICT (user_id) DO UPDATE SET settings = $2, updated_at = $3"
+    ))
     .bind(user_id)
     .bind(Value::Object(settings.clone()).to_string())
     .bind(now)

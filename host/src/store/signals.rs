@@ -71,9 +71,9 @@ pub async fn waiting<'e>(
 }
 
 pub async fn count_waiting<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<i64> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT COUNT(*) FROM signals WHERE user_id = $1 AND status = 'received'"
-    )
+    ))
     .bind(user_id)
     .fetch_one(c)
     .await)
@@ -104,7 +104,7 @@ pub async fn finish<'e>(
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
         sqlx::query(
-            "UPDATE signals SET status = $2, outcome = $3, order_id = COALESCE($4, order_id), processed_at = $5 WHERE id = $1",
+            schema_checked!("UPDATE signals SET status = $2, outcome = $3, order_id = COALESCE($4, order_id), processed_at = $5 WHERE id = $1"),
         )
         .bind(id)
         .bind(status)

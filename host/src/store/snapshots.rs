@@ -44,7 +44,7 @@ pub async fn equity_since<'e>(
 ) -> sqlx::Result<Vec<(i64, Decimal)>> {
     let rows: Vec<(i64, StoredDecimal)> = match bucket_ms {
         None => on!(exec, |c| {
-            sqlx::query_as("SELECT at, equity FROM equity_snapshots WHERE user_id = $1 AND at >= $2 ORDER BY at")
+            sqlx::query_as(schema_checked!("SELECT at, equity FROM equity_snapshots WHERE user_id = $1 AND at >= $2 ORDER BY at"))
                 .bind(user_id)
                 .bind(since)
                 .fetch_all(c)
@@ -52,8 +52,8 @@ pub async fn equity_since<'e>(
         })?,
         Some(bucket) => on!(exec, |c| {
             sqlx::query_as(
-                    "SELECT at, equity FROM equity_snapshots WHERE user_id = $1 AND at IN \
-                     (SELECT MAX(at) FROM equity_snapshots WHERE user_id = $1 AND at >= $2 GROUP BY at / $3) ORDER BY at",
+                    schema_checked!("SELECT at, equity FROM equity_snapshots WHERE user_id = $1 AND at IN \
+                     (SELECT MAX(at) FROM equity_snapshots WHERE user_id = $1 AND at >= $2 GROUP BY at / $3) ORDER BY at"),
                 )
                 .bind(user_id)
                 .bind(since)

@@ -316,10 +316,10 @@ pub async fn backfill(db: &Db) -> sqlx::Result<()> {
     if flags::flag(&db.pool, BACKFILLED_FLAG).await?.is_some() {
         return Ok(());
     }
-    let users: Vec<(String,)> = on!(&db.pool, |c| sqlx::query_as(
+    let users: Vec<(String,)> = on!(&db.pool, |c| sqlx::query_as(schema_checked!(
         "SELECT DISTINCT user_id FROM trades \
-         WHERE user_id NOT IN (SELECT user_id FROM account_totals)",
-    )
+         WHERE user_id NOT IN (SELECT user_id FROM account_totals)"
+    ))
     .fetch_all(c)
     .await)?;
     for (user_id,) in users {

@@ -208,11 +208,11 @@ pub async fn sums_since<'e>(
 ) -> sqlx::Result<Sums> {
     let row: SumsRow = on!(exec, |c| {
         sqlx::query_as(
-            "SELECT COUNT(*) AS trades, COUNT(CASE WHEN net_pnl > 0 THEN 1 END) AS winners, \
+            schema_checked!("SELECT COUNT(*) AS trades, COUNT(CASE WHEN net_pnl > 0 THEN 1 END) AS winners, \
              COUNT(CASE WHEN net_pnl < 0 THEN 1 END) AS losers, COALESCE(SUM(net_pnl), 0) AS net_pnl, \
              COALESCE(SUM(CASE WHEN net_pnl > 0 THEN net_pnl END), 0) AS profit, \
              COALESCE(SUM(CASE WHEN net_pnl < 0 THEN net_pnl END), 0) AS loss \
-             FROM trades WHERE user_id = $1 AND closed_at >= $2",
+             FROM trades WHERE user_id = $1 AND closed_at >= $2"),
         )
         .bind(user_id)
         .bind(since)

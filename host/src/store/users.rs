@@ -68,12 +68,12 @@ pub struct NewUser<'a> {
 
 /// Inserts a user; `Ok(false)` when the e-mail (case-insensitively) is taken.
 pub async fn insert<'e>(exec: impl Executes<'e>, user: &NewUser<'_>) -> sqlx::Result<bool> {
-    let result = on!(exec, |c| sqlx::query(
+    let result = on!(exec, |c| sqlx::query(schema_checked!(
         "INSERT INTO users (id, email, email_lower, full_name, password_hash, role, status, \
          subscription_tier, trial_ends_at, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, 'active', 'free', $7, $8, $8) \
-         ON CONFLICT (email_lower) DO NOTHING",
-    )
+         ON CONFLICT (email_lower) DO NOTHING"
+    ))
     .bind(user.id)
     .bind(user.email)
     .bind(user.email.to_lowercase())
@@ -109,9 +109,9 @@ pub async fn set_password<'e>(
     id: &str,
     password_hash: &str,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "UPDATE users SET password_hash = $1, updated_at = $2 WHERE id = $3"
-    )
+    ))
     .bind(password_hash)
     .bind(now_ms())
     .bind(id)
@@ -122,9 +122,9 @@ pub async fn set_password<'e>(
 }
 
 pub async fn set_role<'e>(exec: impl Executes<'e>, id: &str, role: &str) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "UPDATE users SET role = $1, updated_at = $2 WHERE id = $3"
-    )
+    ))
     .bind(role)
     .bind(now_ms())
     .bind(id)
@@ -136,10 +136,10 @@ pub async fn set_role<'e>(exec: impl Executes<'e>, id: &str, role: &str) -> sqlx
 
 /// Records activity at most once a minute per user, so reads stay reads.
 pub async fn touch_last_active(db: &Db, id: &str, now: i64) -> sqlx::Result<()> {
-    on!(&db.pool, |c| sqlx::query(
+    on!(&db.pool, |c| sqlx::query(schema_checked!(
         "UPDATE users SET last_active_at = $1 WHERE id = $2 \
-         AND (last_active_at IS NULL OR last_active_at < $3)",
-    )
+         AND (last_active_at IS NULL OR last_active_at < $3)"
+    ))
     .bind(now)
     .bind(id)
     .bind(now - 60_000)
@@ -222,9 +222,9 @@ pub async fn list_for_admin(
 }
 
 pub async fn notes<'e>(exec: impl Executes<'e>, id: &str) -> sqlx::Result<Option<String>> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT notes FROM users WHERE id = $1"
-    )
+    ))
     .bind(id)
     .fetch_one(c)
     .await)
@@ -239,11 +239,11 @@ pub async fn update_by_admin<'e>(
     notes: Option<&str>,
     now: i64,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "UPDATE users SET subscription_tier = COALESCE($2, subscription_tier), \
          trial_ends_at = CASE WHEN $2 IS NULL THEN trial_ends_at ELSE NULL END, \
-         status = COALESCE($3, status), notes = COALESCE($4, notes), updated_at = $5 WHERE id = $1",
-    )
+         status = COALESCE($3, status), notes = COALESCE($4, notes), updated_at = $5 WHERE id = $1"
+    ))
     .bind(id)
     .bind(tier)
     .bind(status)
@@ -263,7 +263,7 @@ pub async fn set_tier<'e>(
     now: i64,
 ) -> sqlx::Result<()> {
     on!(exec, |c| {
-        sqlx::query("UPDATE users SET subscription_tier = $2, trial_ends_at = NULL, updated_at = $3 WHERE id = $1")
+        sqlx::query(schema_checked!("UPDATE users SET subscription_tier = $2, trial_ends_at = NULL, updated_at = $3 WHERE id = $1"))
             .bind(id)
             .bind(tier)
             .bind(now)
@@ -280,9 +280,9 @@ pub async fn set_status<'e>(
     status: &str,
     now: i64,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "UPDATE users SET status = $2, updated_at = $3 WHERE id = $1"
-    )
+    ))
     .bind(id)
     .bind(status)
     .bind(now)
@@ -294,18 +294,18 @@ pub async fn set_status<'e>(
 
 /// How many users each subscription tier has.
 pub async fn count_by_tier<'e>(exec: impl Executes<'e>) -> sqlx::Result<Vec<(String, i64)>> {
-    on!(exec, |c| sqlx::query_as(
+    on!(exec, |c| sqlx::query_as(schema_checked!(
         "SELECT subscription_tier, COUNT(*) FROM users GROUP BY subscription_tier"
-    )
+    ))
     .fetch_all(c)
     .await)
 }
 
 /// Users active at or after `since`.
 pub async fn count_active_since<'e>(exec: impl Executes<'e>, since: i64) -> sqlx::Result<i64> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT COUNT(*) FROM users WHERE last_active_at >= $1"
-    )
+    ))
     .bind(since)
     .fetch_one(c)
     .await)

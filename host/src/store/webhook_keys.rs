@@ -9,10 +9,10 @@ pub async fn put<'e>(
     key_hash: &str,
     now: i64,
 ) -> sqlx::Result<()> {
-    on!(exec, |c| sqlx::query(
+    on!(exec, |c| sqlx::query(schema_checked!(
         "INSERT INTO webhook_keys (user_id, key_hash, created_at) VALUES ($1, $2, $3) \
-         ON CONFLICT (user_id) DO UPDATE SET key_hash = $2, created_at = $3",
-    )
+         ON CONFLICT (user_id) DO UPDATE SET key_hash = $2, created_at = $3"
+    ))
     .bind(user_id)
     .bind(key_hash)
     .bind(now)
@@ -24,18 +24,18 @@ pub async fn put<'e>(
 
 /// The user a key hash belongs to.
 pub async fn user_of<'e>(exec: impl Executes<'e>, key_hash: &str) -> sqlx::Result<Option<String>> {
-    on!(exec, |c| sqlx::query_scalar(
+    on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT user_id FROM webhook_keys WHERE key_hash = $1"
-    )
+    ))
     .bind(key_hash)
     .fetch_optional(c)
     .await)
 }
 
 pub async fn exists<'e>(exec: impl Executes<'e>, user_id: &str) -> sqlx::Result<bool> {
-    let found: Option<i64> = on!(exec, |c| sqlx::query_scalar(
+    let found: Option<i64> = on!(exec, |c| sqlx::query_scalar(schema_checked!(
         "SELECT created_at FROM webhook_keys WHERE user_id = $1"
-    )
+    ))
     .bind(user_id)
     .fetch_optional(c)
     .await)?;
