@@ -283,6 +283,10 @@ mod tests {
             f64::MAX,
             f64::MIN_POSITIVE,
             1.0 / 3.0,
+            5e-324,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
         ] {
             let (back, ty) = read_back(&mut conn, x).await;
             assert_eq!(
