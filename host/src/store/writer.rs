@@ -46,8 +46,10 @@ use crate::engine::accounting::{CompletedTrade, LedgerEntry, Position};
 
 /// The most jobs written in one transaction.
 const MAX_BATCH: usize = 256;
-/// Batches written at once on PostgreSQL.
-const POSTGRES_WRITERS: usize = 4;
+/// Batches written at once on PostgreSQL: two, one written while the other's commit waits for
+/// the server. With a batch one round trip, more writers only make smaller batches, whose
+/// statements the server parses and plans for fewer rows each.
+const POSTGRES_WRITERS: usize = 2;
 /// How long a batch's transaction may wait between its statements on PostgreSQL.
 const STALLED_BATCH: std::time::Duration = std::time::Duration::from_secs(1);
 
