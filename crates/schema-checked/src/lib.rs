@@ -15,18 +15,15 @@ use proc_macro::TokenStream;
 
 #[proc_macro]
 pub fn schema_checked(input: TokenStream) -> TokenStream {
+    // The literal as it was written, its span kept.
+    let literal = input.clone();
     let sql = syn::parse_macro_input!(input as syn::LitStr);
     match schema().and_then(|schema| schema.lock().expect("no check panics").check(&sql.value())) {
-        Ok(()) => quote_literal(&sql),
+        Ok(()) => literal,
         Err(message) => syn::Error::new(sql.span(), message)
             .to_compile_error()
             .into(),
     }
-}
-
-/// The literal as it was written.
-fn quote_literal(sql: &syn::LitStr) -> TokenStream {
-    proc_macro::TokenTree::Literal(proc_macro::Literal::string(&sql.value())).into()
 }
 
 /// The migrated schema, built once per compilation of the crate.

@@ -47,10 +47,6 @@ impl PgScript {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.text.is_empty()
-    }
-
     pub fn push(&mut self, sql: impl Display) -> &mut Self {
         write!(self.text, "{sql}").expect("writing to a String");
         self

@@ -16,19 +16,18 @@ use super::pg_script::PgScript;
 use super::{Backend, Executes, Target};
 
 /// Statements to run in order, built for one backend.
-pub enum Statements {
-    Sqlite {
-        script: QueryBuilder<Sqlite>,
-        /// Statements in the script (its `BEGIN` included).
-        count: usize,
-        /// The script opens its own transaction ([`Statements::transaction`]).
-        transaction: bool,
-    },
-    Postgres {
-        script: PgScript,
-        count: usize,
-        transaction: bool,
-    },
+pub struct Statements {
+    pub script: Script,
+    /// Statements in the script (a transaction's `BEGIN` included).
+    count: usize,
+    /// The script opens its own transaction ([`Statements::transaction`]).
+    transaction: bool,
+}
+
+/// A script's text and values, for its backend.
+pub enum Script {
+    Sqlite(QueryBuilder<Sqlite>),
+    Postgres(PgScript),
 }
 
 /// A connection to run a transaction's statements on, outside any transaction.
@@ -40,72 +39,67 @@ pub enum ConnectionRef<'c> {
 /// Pushes one statement into `$statements`: `$body` runs with `$query` bound to the builder its
 /// text and values go into, the script after the statements before it.
 macro_rules! statement {
-    ($statements:expr, |$query:ident| $body:expr) => {
-        match $statements {
-            $crate::store::statements::Statements::Sqlite { script, count, .. } => {
-                if *count > 0 {
-                    script.push("; ");
-                }
-                *count += 1;
+    ($statements:expr, |$query:ident| $body:expr) => {{
+        let statements: &mut $crate::store::statements::Statements = $statements;
+        statements.next_statement();
+        match &mut statements.script {
+            $crate::store::statements::Script::Sqlite(script) => {
                 let $query = script;
                 $body
             }
-            $crate::store::statements::Statements::Postgres { script, count, .. } => {
-                if *count > 0 {
-                    script.push("; ");
-                }
-                *count += 1;
+            $crate::store::statements::Script::Postgres(script) => {
                 let $query = script;
                 $body
             }
         }
-    };
+    }};
 }
 pub(crate) use statement;
 
 impl Statements {
     pub fn new(backend: Backend) -> Self {
-        match backend {
-            Backend::Sqlite => Statements::Sqlite {
-                script: QueryBuilder::new(""),
-                count: 0,
-                transaction: false,
-            },
-            Backend::Postgres => Statements::Postgres {
-                script: PgScript::new(""),
-                count: 0,
-                transaction: false,
-            },
-        }
+        Self::starting(backend, "", false)
     }
 
     /// Statements that are a transaction of their own, run with [`Statements::run_transaction`]:
     /// the script begins with `BEGIN` (on SQLite `BEGIN IMMEDIATE`, which takes the write lock)
     /// and ends with `COMMIT`, so the whole transaction is one hand-off.
     pub fn transaction(backend: Backend) -> Self {
-        match backend {
-            Backend::Sqlite => Statements::Sqlite {
-                script: QueryBuilder::new("BEGIN IMMEDIATE"),
-                count: 1,
-                transaction: true,
+        let begin = match backend {
+            Backend::Sqlite => "BEGIN IMMEDIATE",
+            Backend::Postgres => "BEGIN",
+        };
+        Self::starting(backend, begin, true)
+    }
+
+    fn starting(backend: Backend, begin: &str, transaction: bool) -> Self {
+        Statements {
+            script: match backend {
+                Backend::Sqlite => Script::Sqlite(QueryBuilder::new(begin)),
+                Backend::Postgres => Script::Postgres(PgScript::new(begin)),
             },
-            Backend::Postgres => Statements::Postgres {
-                script: PgScript::new("BEGIN"),
-                count: 1,
-                transaction: true,
-            },
+            count: usize::from(transaction),
+            transaction,
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        match self {
-            Statements::Sqlite {
-                count, transaction, ..
+    /// Separates the next statement from those before it ([`statement!`]).
+    pub fn next_statement(&mut self) {
+        if self.count > 0 {
+            match &mut self.script {
+                Script::Sqlite(script) => {
+                    script.push("; ");
+                }
+                Script::Postgres(script) => {
+                    script.push("; ");
+                }
             }
-            | Statements::Postgres {
-                count, transaction, ..
-            } => *count == usize::from(*transaction),
         }
+        self.count += 1;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == usize::from(self.transaction)
     }
 
     /// Builds statements for `exec`'s backend with `build` and runs them there ([`Statements::run`]).
@@ -132,60 +126,42 @@ impl Statements {
     /// transaction, as one transaction: committed when every statement ran, rolled back
     /// otherwise. Returns what [`Statements::run`] does.
     pub async fn run_transaction(self, conn: ConnectionRef<'_>) -> sqlx::Result<Vec<String>> {
-        // Ends the failed transaction a script left open, if it left one.
+        // Ends the failed transaction a script left open. The script stopped at the failing
+        // statement, inside its transaction (or at the `BEGIN`, outside one: then there is
+        // nothing to roll back, and the server's refusal is only logged).
         const ROLLBACK: &str = "ROLLBACK";
-        let result = match (self, conn) {
-            (
-                Statements::Sqlite {
-                    mut script,
-                    transaction: true,
-                    ..
-                },
-                ConnectionRef::Sqlite(conn),
-            ) => {
+        fn rolled_back<T>(result: sqlx::Result<T>) {
+            if let Err(err) = result {
+                tracing::debug!(error = %err, "rolling back a failed script");
+            }
+        }
+        if !self.transaction {
+            return Err(sqlx::Error::Protocol(
+                "a transaction's statements built without their BEGIN".into(),
+            ));
+        }
+        match (self.script, conn) {
+            (Script::Sqlite(mut script), ConnectionRef::Sqlite(conn)) => {
                 script.push("; COMMIT");
                 match script.build().persistent(false).fetch_all(&mut *conn).await {
-                    Ok(rows) => Ok(rows.iter().map(|row| row.try_get(0)).collect()),
-                    Err(err) => Err((
-                        err,
-                        sqlx::raw_sql(ROLLBACK).execute(&mut *conn).await.map(drop),
-                    )),
+                    Ok(rows) => rows.iter().map(|row| row.try_get(0)).collect(),
+                    Err(err) => {
+                        rolled_back(sqlx::raw_sql(ROLLBACK).execute(&mut *conn).await);
+                        Err(err)
+                    }
                 }
             }
-            (
-                Statements::Postgres {
-                    mut script,
-                    transaction: true,
-                    ..
-                },
-                ConnectionRef::Postgres(conn),
-            ) => {
+            (Script::Postgres(mut script), ConnectionRef::Postgres(conn)) => {
                 script.push("; COMMIT");
-                match script.run(&mut *conn).await {
-                    Ok(texts) => Ok(Ok(texts)),
-                    Err(err) => Err((
-                        err,
-                        sqlx::raw_sql(ROLLBACK).execute(&mut *conn).await.map(drop),
-                    )),
+                let result = script.run(&mut *conn).await;
+                if result.is_err() {
+                    rolled_back(sqlx::raw_sql(ROLLBACK).execute(&mut *conn).await);
                 }
+                result
             }
-            _ => {
-                return Err(sqlx::Error::Protocol(
-                    "a transaction's statements built for another backend or without their BEGIN"
-                        .into(),
-                ));
-            }
-        };
-        match result {
-            Ok(texts) => texts,
-            Err((err, rolled_back)) => {
-                // The script stopped at the failing statement, inside its transaction (or at the
-                // `BEGIN`, outside one: then there is nothing to roll back).
-                if let Err(rollback) = rolled_back {
-                    tracing::debug!(error = %rollback, "rolling back a failed script");
-                }
-                Err(err)
-            }
+            _ => Err(sqlx::Error::Protocol(
+                "a transaction's statements built for another backend".into(),
+            )),
         }
     }
 
@@ -193,26 +169,20 @@ impl Statements {
         if self.is_empty() {
             return Ok(Vec::new());
         }
-        match (self, target) {
-            (
-                Statements::Sqlite {
-                    transaction: true, ..
-                }
-                | Statements::Postgres {
-                    transaction: true, ..
-                },
-                _,
-            ) => Err(sqlx::Error::Protocol(
+        if self.transaction {
+            return Err(sqlx::Error::Protocol(
                 "a transaction's statements run inside another transaction".into(),
-            )),
-            (Statements::Sqlite { mut script, .. }, Target::Sqlite(mut handle)) => {
+            ));
+        }
+        match (self.script, target) {
+            (Script::Sqlite(mut script), Target::Sqlite(mut handle)) => {
                 let conn = handle.conn().await?;
                 // Not kept prepared: a script's text changes with every batch's row counts.
                 let rows = script.build().persistent(false).fetch_all(conn).await?;
                 handle.finish();
                 rows.iter().map(|row| row.try_get(0)).collect()
             }
-            (Statements::Postgres { script, .. }, Target::Postgres(mut handle)) => {
+            (Script::Postgres(script), Target::Postgres(mut handle)) => {
                 let conn = handle.conn().await?;
                 script.run(conn).await
             }

@@ -6,7 +6,8 @@
 //! one, so under load a commit and a flush carry many fills, and each fill costs a share of a
 //! few statements instead of a round trip per row. The statements are built before any runs
 //! and go to the database as one script (`statements`): on SQLite a single hand-off to the
-//! connection's thread, on PostgreSQL a single round trip. A batch's flush is waited for while the next batch is written.
+//! connection's thread, on PostgreSQL a single round trip. A batch's flush is waited for while
+//! the next batch is written.
 //!
 //! A job answers once its rows are durable: nothing (an event, an acknowledgement, an order to a
 //! venue) goes out before. When a batch fails, each of its jobs is written again on its own, so
