@@ -68,15 +68,10 @@ impl Default for FileSettings {
 }
 
 /// Bot scans run at once unless `TRADEHOST_SCAN_PARALLELISM` says otherwise. Scans mostly wait
-/// (for venues, and for the books' writer, which batches the jobs of the scans in flight): on
-/// SQLite enough of them keep its batches full. PostgreSQL's server shares the machine's cores,
-/// and more scans at once there only add work for it (docs/benchmarks.md).
-pub fn default_scan_parallelism(backend: Backend) -> usize {
-    match backend {
-        Backend::Sqlite => 256,
-        Backend::Postgres => 64,
-    }
-}
+/// (for venues, and for the books' writer, which batches the jobs of the scans in flight): enough
+/// of them keep its batches full, and a full batch costs less per fill on either backend (on
+/// PostgreSQL a batch is one message to the server, its commit one flush; docs/benchmarks.md).
+pub const DEFAULT_SCAN_PARALLELISM: usize = 256;
 
 /// The resolved configuration of one server process.
 
@@ -375,8 +370,8 @@ impl AppConfig {
             bail!("refresh_token_days must be at least 1");
         }
 
-        let scan_parallelism = parse_env(env, "TRADEHOST_SCAN_PARALLELISM")?
-            .unwrap_or_else(|| default_scan_parallelism(backend));
+        let scan_parallelism =
+            parse_env(env, "TRADEHOST_SCAN_PARALLELISM")?.unwrap_or(DEFAULT_SCAN_PARALLELISM);
         if scan_parallelism == 0 {
             bail!("TRADEHOST_SCAN_PARALLELISM must be at least 1");
         }
