@@ -305,7 +305,7 @@ impl<S: Store> Venue<'_, S> {
                 let checked = order.checked_until;
                 self.fill_due(&mut order, &mut account);
                 if order.fills.len() != before || order.checked_until != checked {
-                    let changes = self.order_changes(&order, before, &account);
+                    let changes = self.order_changes(&order, before, &account, true);
                     self.store.write(changes).map_err(unavailable)?;
                 }
             }
@@ -316,12 +316,15 @@ impl<S: Store> Venue<'_, S> {
         Ok(account)
     }
 
-    /// Writes for an order whose fills from `first_new` on are new.
+    /// Writes for an order whose fills from `first_new` on are new. `listed`: the order may be
+    /// among the working ones (`open/`), so an order that stopped working is taken off; a new
+    /// order that never worked has nothing there to remove.
     fn order_changes(
         &self,
         order: &Order,
         first_new: usize,
         account: &Account,
+        listed: bool,
     ) -> Vec<(String, Option<String>)> {
         let mut changes = vec![
             (
@@ -329,11 +332,13 @@ impl<S: Store> Venue<'_, S> {
                 Some(Self::encode(order)),
             ),
             ("account".to_string(), Some(Self::encode(account))),
-            (
+        ];
+        if listed || order.working() {
+            changes.push((
                 format!("open/{}", order.client_order_id),
                 order.working().then(String::new),
-            ),
-        ];
+            ));
+        }
         for fill in &order.fills[first_new..] {
             changes.push((fill.key(), Some(Self::encode(fill))));
         }
@@ -567,7 +572,7 @@ impl<S: Store> Venue<'_, S> {
             updated_at: self.now,
         };
         self.fill_due(&mut order, &mut account);
-        let mut changes = self.order_changes(&order, 0, &account);
+        let mut changes = self.order_changes(&order, 0, &account, false);
         changes.push((
             format!("id/{order_id}"),
             Some(order.client_order_id.clone()),
@@ -659,7 +664,7 @@ impl<S: Store> Venue<'_, S> {
             order.reason = Some("cancelled by request".into());
             order.updated_at = self.now;
             let first_new = order.fills.len();
-            let changes = self.order_changes(&order, first_new, &account);
+            let changes = self.order_changes(&order, first_new, &account, true);
             self.store.write(changes).map_err(unavailable)?;
         }
         Ok(order.report())
@@ -768,6 +773,73 @@ mod tests {
             client_order_id: Some(id.into()),
             order_id: None,
         }
+    }
+
+    /// A store that keeps every key a write touched.
+    #[derive(Default)]
+    struct Recording {
+        entries: BTreeMap<String, String>,
+        written: Vec<(String, Option<String>)>,
+    }
+
+    impl Store for Recording {
+        fn get(&self, key: &str) -> Option<String> {
+            self.entries.get(key).cloned()
+        }
+
+        fn write(&mut self, changes: Vec<(String, Option<String>)>) -> Result<(), String> {
+            self.written.extend(changes.iter().cloned());
+            self.entries.write(changes)
+        }
+
+        fn scan(&self, prefix: &str, after: Option<&str>, limit: u32) -> Vec<(String, String)> {
+            self.entries.scan(prefix, after, limit)
+        }
+    }
+
+    impl Recording {
+        fn touched(&self, key: &str) -> Vec<Option<String>> {
+            self.written
+                .iter()
+                .filter(|(k, _)| k == key)
+                .map(|(_, value)| value.clone())
+                .collect()
+        }
+    }
+
+    #[test]
+    fn only_an_order_that_worked_is_listed_and_taken_off_the_working_ones() {
+        let config = config(2, 60_000);
+        let mut store = Recording::default();
+        // Filled at once (one part): never among the working orders, so nothing to take off.
+        let mut venue = Venue {
+            store: &mut store,
+            config: &PaperConfig {
+                fill_parts: 1,
+                ..config
+            },
+            now: NOW,
+        };
+        venue.place(&request("once", OrderSide::Buy, "0.5")).unwrap();
+        assert!(store.touched("open/once").is_empty());
+
+        // Two parts a minute apart: listed while it works, taken off when the last part fills.
+        let mut venue = Venue {
+            store: &mut store,
+            config: &config,
+            now: NOW,
+        };
+        let report = venue.place(&request("two", OrderSide::Buy, "0.5")).unwrap();
+        assert_eq!(report.status, OrderStatus::PartiallyFilled);
+        assert_eq!(store.touched("open/two"), vec![Some(String::new())]);
+        let mut venue = Venue {
+            store: &mut store,
+            config: &config,
+            now: NOW + 60_000,
+        };
+        assert_eq!(venue.get(&query("two")).unwrap().status, OrderStatus::Filled);
+        assert_eq!(store.touched("open/two"), vec![Some(String::new()), None]);
+        assert!(store.entries.keys().all(|key| !key.starts_with("open/")));
     }
 
     #[test]
