@@ -820,7 +820,9 @@ mod tests {
             },
             now: NOW,
         };
-        venue.place(&request("once", OrderSide::Buy, "0.5")).unwrap();
+        venue
+            .place(&request("once", OrderSide::Buy, "0.5"))
+            .unwrap();
         assert!(store.touched("open/once").is_empty());
 
         // Two parts a minute apart: listed while it works, taken off when the last part fills.
@@ -837,7 +839,10 @@ mod tests {
             config: &config,
             now: NOW + 60_000,
         };
-        assert_eq!(venue.get(&query("two")).unwrap().status, OrderStatus::Filled);
+        assert_eq!(
+            venue.get(&query("two")).unwrap().status,
+            OrderStatus::Filled
+        );
         assert_eq!(store.touched("open/two"), vec![Some(String::new()), None]);
         assert!(store.entries.keys().all(|key| !key.starts_with("open/")));
     }
