@@ -20,6 +20,7 @@ use tradehost::plugins::bindings::types::{
 use tradehost::plugins::builtin::BUILTINS;
 use tradehost::plugins::calls::BrokerAccount;
 use tradehost::plugins::session::{CallPath, StrategySession};
+use tradehost::plugins::storage::{MemoryStorage, PluginStorage};
 use tradehost::plugins::{Limits, Manifest, PluginError, PluginKind, PluginRuntime, Registry};
 
 fn repo() -> PathBuf {
@@ -480,6 +481,93 @@ fn paper_fills_carry_fees_and_slippage_against_the_taker() {
     assert_eq!(
         (rules.tick_size.as_str(), rules.lot_size.as_str()),
         ("0.01", "0.00000001")
+    );
+}
+
+/// Plugin stores in memory that remember which keys were read.
+#[derive(Default)]
+struct ReadsRecorded {
+    inner: MemoryStorage,
+    reads: std::sync::Mutex<Vec<String>>,
+}
+
+impl PluginStorage for ReadsRecorded {
+    fn get(&self, plugin: &str, scope: &str, key: &str) -> Result<Option<String>, String> {
+        self.reads.lock().unwrap().push(key.to_string());
+        self.inner.get(plugin, scope, key)
+    }
+    fn write(
+        &self,
+        plugin: &str,
+        scope: &str,
+        changes: &[(String, Option<String>)],
+    ) -> Result<(), String> {
+        self.inner.write(plugin, scope, changes)
+    }
+    fn scan(
+        &self,
+        plugin: &str,
+        scope: &str,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<(String, String)>, String> {
+        self.inner.scan(plugin, scope, prefix, start_after, limit)
+    }
+    fn adopt(&self, plugin: &str, scope: &str, changes: &[(String, Option<String>)]) {
+        self.inner.adopt(plugin, scope, changes)
+    }
+}
+
+#[test]
+fn a_new_order_is_placed_without_reading_the_venues_record_of_its_client_id() {
+    let storage = Arc::new(ReadsRecorded::default());
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("plugin-cache");
+    let runtime = PluginRuntime::new(Some(&cache), Limits::default())
+        .unwrap()
+        .with_storage(storage.clone());
+    let registry = Registry::new(Arc::new(runtime), None, None);
+    for builtin in BUILTINS {
+        registry
+            .install_builtin(builtin.manifest, builtin.wasm)
+            .unwrap();
+    }
+    let paper = registry.active(PluginKind::Broker, "paper").unwrap();
+    assert_eq!(
+        paper.plugin.manifest.order_key.as_deref(),
+        Some("order/{client_order_id}")
+    );
+    let runtime = registry.runtime();
+    let alice = account_of("alice");
+    let order = market_order(OrderSide::Buy, "n1", "0.5");
+
+    let (answer, held) = runtime.broker_place_new_order(&paper, &alice, &order);
+    let placed = answer.unwrap().unwrap();
+    assert_eq!(placed.status, OrderStatus::Filled);
+    let held = held.expect("the paper venue keeps a store");
+    assert!(
+        held.changes().iter().any(|(key, _)| key == "order/n1"),
+        "the venue recorded the order"
+    );
+    // Written with the booking of the answer (here: in memory).
+    held.written();
+    let reads = std::mem::take(&mut *storage.reads.lock().unwrap());
+    assert!(reads.contains(&"account".to_string()), "{reads:?}");
+    assert!(!reads.contains(&"order/n1".to_string()), "{reads:?}");
+
+    // Placed again through the venue's own path, the id is looked up: the same order.
+    let again = runtime
+        .broker_place_order(&paper, &alice, &order)
+        .unwrap()
+        .unwrap();
+    assert_eq!(again, placed);
+    assert!(
+        storage
+            .reads
+            .lock()
+            .unwrap()
+            .contains(&"order/n1".to_string()),
+        "a retry reads the record"
     );
 }
 

@@ -398,10 +398,8 @@ pub async fn place(app: &App, trader: &mut Trader, plan: Plan) -> Result<Placed,
         Err(err) => (Err(err.to_string()), None),
         Ok(active) => {
             let runtime = app.plugins.runtime().clone();
-            match off_thread(move || {
-                runtime.broker_place_order_holding_writes(&active, &account, &request)
-            })
-            .await
+            match off_thread(move || runtime.broker_place_new_order(&active, &account, &request))
+                .await
             {
                 Ok((result, held)) => (result.map_err(|err| err.to_string()), held),
                 Err(err) => (Err(err), None),

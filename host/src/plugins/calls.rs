@@ -17,6 +17,7 @@ use super::bindings::types::{BrokerError, KpiSnapshot, PluginInfo};
 use super::bindings::v0_1;
 use super::error::PluginError;
 use super::legacy;
+use super::manifest::CLIENT_ORDER_ID;
 use super::registry::LoadedPlugin;
 use super::runtime::{CallTarget, PluginRuntime, Prepared};
 use super::state::PluginState;
@@ -458,11 +459,14 @@ impl PluginRuntime {
         self.placed(target, account, order, result)
     }
 
-    /// As [`PluginRuntime::broker_place_order`], with the call's store writes held back for
-    /// the caller to write with its booking of the answer ([`PluginRuntime::call_holding_writes`];
-    /// `None`: the call was not made, or the broker has no store).
+    /// Places an order whose client id has never been sent to a venue: the engine writes each
+    /// order to its books before sending it and never sends a client id twice. The plugin's
+    /// record of an order under that id (its manifest's `order_key`) is therefore absent, and its
+    /// check for one reads no database. The call's store writes are held back for the caller to
+    /// write with its booking of the answer ([`PluginRuntime::call_holding_writes`]; `None`: the
+    /// call was not made, or the broker has no store).
     #[allow(clippy::type_complexity)]
-    pub fn broker_place_order_holding_writes(
+    pub fn broker_place_new_order(
         &self,
         active: &Active,
         account: &BrokerAccount,
@@ -478,8 +482,17 @@ impl PluginRuntime {
         let Prepared::Broker(pre) = &active.plugin.prepared else {
             return (self.broker_place_order(active, account, order), None);
         };
+        let absent = active
+            .plugin
+            .manifest
+            .order_key
+            .as_ref()
+            .map(|key| key.replacen(CLIENT_ORDER_ID, &order.client_order_id, 1));
         let (result, held) =
             self.call_holding_writes(target, &account.user_id, pre, |store, pre| {
+                if let Some(key) = absent {
+                    store.data_mut().know_absent(key);
+                }
                 pre.instantiate(&mut *store)?.call_place_order(
                     &mut *store,
                     &account.credentials,

@@ -28,7 +28,17 @@ pub struct Manifest {
     /// and get the signals one instance would give.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub independent_symbols: bool,
+    /// A broker's key in its store for the order a client id names, `{client_order_id}`
+    /// standing for the id (`order/{client_order_id}`). The engine sends a client id to
+    /// `place-order` once, after writing the order to its books; while it does, that key is
+    /// known to be absent, and the plugin's check for an earlier order with the id reads no
+    /// database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_key: Option<String>,
 }
+
+/// What stands for the client id in a broker's `order_key`.
+pub const CLIENT_ORDER_ID: &str = "{client_order_id}";
 
 #[derive(utoipa::ToSchema, Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -110,6 +120,22 @@ impl Manifest {
         }
         if self.kind != PluginKind::Strategy && self.independent_symbols {
             return Err("only strategies may declare independent_symbols".into());
+        }
+        if let Some(key) = &self.order_key {
+            if self.kind != PluginKind::Broker {
+                return Err("only brokers may declare order_key".into());
+            }
+            let rest = key.replacen(CLIENT_ORDER_ID, "", 1);
+            if !key.contains(CLIENT_ORDER_ID)
+                || rest.contains(CLIENT_ORDER_ID)
+                || rest.len() > 64
+                || !rest.bytes().all(|b| (0x20..0x7f).contains(&b))
+            {
+                return Err(format!(
+                    "order_key {key:?} must hold {CLIENT_ORDER_ID} once, with at most 64 other \
+                     bytes of printable ASCII"
+                ));
+            }
         }
         if let Some(host) = self.allowed_hosts.iter().find(|h| !valid_host(h)) {
             return Err(format!("allowed host {host:?} is not a host name"));
@@ -287,6 +313,33 @@ mod tests {
                 "name = \"x\"\nkind = \"broker\"\nversion = \"1.0.0\"\nsurprise = 1"
             )
             .is_err()
+        );
+        // A broker's key for an order by client id holds the id once.
+        let broker = |key: &str| {
+            Manifest::from_toml(&format!(
+                "name = \"x\"\nkind = \"broker\"\nversion = \"1.0.0\"\norder_key = {key:?}"
+            ))
+        };
+        assert_eq!(
+            broker("order/{client_order_id}")
+                .unwrap()
+                .order_key
+                .as_deref(),
+            Some("order/{client_order_id}")
+        );
+        for key in [
+            "order/",
+            "{client_order_id}/{client_order_id}",
+            "order/{client_order_id}\n",
+        ] {
+            assert!(broker(key).unwrap_err().contains("order_key"), "{key:?}");
+        }
+        assert!(
+            Manifest::from_toml(
+                "name = \"x\"\nkind = \"strategy\"\nversion = \"1.0.0\"\norder_key = \"o/{client_order_id}\""
+            )
+            .unwrap_err()
+            .contains("order_key")
         );
         // The version names the stored file: a path or anything but a semantic version is refused.
         for version in ["1", "../../etc/x", "1.0.0/../../x", "1.0", "v1.0.0", ""] {

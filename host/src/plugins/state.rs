@@ -138,6 +138,13 @@ impl PluginState {
         }
     }
 
+    /// Tells the call's user store that `key` is absent (a call without a user has none).
+    pub fn know_absent(&mut self, key: String) {
+        if let Some(access) = &mut self.store {
+            access.know_absent(key);
+        }
+    }
+
     /// The store writes the call held back, with its lock on the store (`None`: a call made
     /// without a user).
     pub fn held_writes(&mut self, lock: ScopeGuard) -> Option<HeldWrites> {

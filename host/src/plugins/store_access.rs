@@ -66,6 +66,9 @@ pub struct StoreAccess {
     plugin: Arc<str>,
     scope: String,
     held: Option<Held>,
+    /// A key the caller knows is absent until the call writes it (the plugin's record of an
+    /// order under a client id never sent before).
+    absent: Option<String>,
 }
 
 /// Writes held back, in order, and each key's value after them.
@@ -88,18 +91,33 @@ impl StoreAccess {
             plugin,
             scope,
             held: hold_writes.then(Held::default),
+            absent: None,
         }
+    }
+
+    /// Tells the call that `key` is absent from the store: reading it asks no one.
+    pub fn know_absent(&mut self, key: String) {
+        self.absent = Some(key);
     }
 
     pub fn get(&self, key: &str) -> Result<Option<String>, String> {
         if let Some(value) = self.held.as_ref().and_then(|held| held.latest.get(key)) {
             return Ok(value.clone());
         }
+        if self.absent.as_deref() == Some(key) {
+            return Ok(None);
+        }
         self.backend.get(&self.plugin, &self.scope, key)
     }
 
     /// Writes the changes (checked before), or holds them back.
     pub fn write(&mut self, changes: Vec<KeyChange>) -> Result<(), String> {
+        if changes
+            .iter()
+            .any(|(key, _)| self.absent.as_deref() == Some(key.as_str()))
+        {
+            self.absent = None;
+        }
         match &mut self.held {
             Some(held) => {
                 for (key, value) in &changes {
@@ -279,5 +297,61 @@ mod tests {
         let held = access.take_held(ScopeLocks::default().lock(&Arc::from("paper"), "u1"));
         assert!(held.changes().is_empty());
         held.written();
+    }
+
+    /// A store that counts the reads that reach it.
+    #[derive(Default)]
+    struct CountingStorage {
+        inner: MemoryStorage,
+        reads: std::sync::atomic::AtomicUsize,
+    }
+
+    impl PluginStorage for CountingStorage {
+        fn get(&self, plugin: &str, scope: &str, key: &str) -> Result<Option<String>, String> {
+            self.reads
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.inner.get(plugin, scope, key)
+        }
+        fn write(&self, plugin: &str, scope: &str, changes: &[KeyChange]) -> Result<(), String> {
+            self.inner.write(plugin, scope, changes)
+        }
+        fn scan(
+            &self,
+            plugin: &str,
+            scope: &str,
+            prefix: &str,
+            start_after: Option<&str>,
+            limit: u32,
+        ) -> Result<Vec<(String, String)>, String> {
+            self.inner.scan(plugin, scope, prefix, start_after, limit)
+        }
+        fn adopt(&self, plugin: &str, scope: &str, changes: &[KeyChange]) {
+            self.inner.adopt(plugin, scope, changes)
+        }
+    }
+
+    #[test]
+    fn a_key_known_absent_is_read_from_no_store_until_the_call_writes_it() {
+        for hold_writes in [true, false] {
+            let backend = Arc::new(CountingStorage::default());
+            let reads = || backend.reads.load(std::sync::atomic::Ordering::Relaxed);
+            let mut access = StoreAccess::new(
+                backend.clone(),
+                Arc::from("paper"),
+                "u1".into(),
+                hold_writes,
+            );
+            access.know_absent("order/c1".into());
+            assert_eq!(access.get("order/c1").unwrap(), None);
+            assert_eq!(reads(), 0, "the absent key asks no one");
+            assert_eq!(access.get("account").unwrap(), None);
+            assert_eq!(reads(), 1, "any other key is read");
+
+            access.write(vec![change("order/c1", Some("o"))]).unwrap();
+            // Written through or flushed, the key is read as written.
+            access.flush().unwrap();
+            assert_eq!(access.get("order/c1").unwrap().as_deref(), Some("o"));
+            assert_eq!(reads(), 2, "hold_writes {hold_writes}");
+        }
     }
 }
