@@ -484,44 +484,19 @@ fn paper_fills_carry_fees_and_slippage_against_the_taker() {
     );
 }
 
-/// Plugin stores in memory that remember which keys were read.
-#[derive(Default)]
-struct ReadsRecorded {
-    inner: MemoryStorage,
-    reads: std::sync::Mutex<Vec<String>>,
-}
-
-impl PluginStorage for ReadsRecorded {
-    fn get(&self, plugin: &str, scope: &str, key: &str) -> Result<Option<String>, String> {
-        self.reads.lock().unwrap().push(key.to_string());
-        self.inner.get(plugin, scope, key)
-    }
-    fn write(
-        &self,
-        plugin: &str,
-        scope: &str,
-        changes: &[(String, Option<String>)],
-    ) -> Result<(), String> {
-        self.inner.write(plugin, scope, changes)
-    }
-    fn scan(
-        &self,
-        plugin: &str,
-        scope: &str,
-        prefix: &str,
-        start_after: Option<&str>,
-        limit: u32,
-    ) -> Result<Vec<(String, String)>, String> {
-        self.inner.scan(plugin, scope, prefix, start_after, limit)
-    }
-    fn adopt(&self, plugin: &str, scope: &str, changes: &[(String, Option<String>)]) {
-        self.inner.adopt(plugin, scope, changes)
-    }
-}
-
 #[test]
 fn a_new_order_is_placed_without_reading_the_venues_record_of_its_client_id() {
-    let storage = Arc::new(ReadsRecorded::default());
+    // The venue's store holds a record under the new order's id that is not its order: read, it
+    // would refuse the order as a reuse of the id.
+    let storage = Arc::new(MemoryStorage::default());
+    let foreign = r#"{"not":"an order of this venue"}"#;
+    storage
+        .write(
+            "paper",
+            "alice",
+            &[("order/n1".into(), Some(foreign.into()))],
+        )
+        .unwrap();
     let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("plugin-cache");
     let runtime = PluginRuntime::new(Some(&cache), Limits::default())
         .unwrap()
@@ -543,7 +518,11 @@ fn a_new_order_is_placed_without_reading_the_venues_record_of_its_client_id() {
 
     let (answer, held) = runtime.broker_place_new_order(&paper, &alice, &order);
     let placed = answer.unwrap().unwrap();
-    assert_eq!(placed.status, OrderStatus::Filled);
+    assert_eq!(
+        placed.status,
+        OrderStatus::Filled,
+        "the record was not read"
+    );
     let held = held.expect("the paper venue keeps a store");
     assert!(
         held.changes().iter().any(|(key, _)| key == "order/n1"),
@@ -551,9 +530,6 @@ fn a_new_order_is_placed_without_reading_the_venues_record_of_its_client_id() {
     );
     // Written with the booking of the answer (here: in memory).
     held.written();
-    let reads = std::mem::take(&mut *storage.reads.lock().unwrap());
-    assert!(reads.contains(&"account".to_string()), "{reads:?}");
-    assert!(!reads.contains(&"order/n1".to_string()), "{reads:?}");
 
     // Placed again through the venue's own path, the id is looked up: the same order.
     let again = runtime
@@ -561,14 +537,6 @@ fn a_new_order_is_placed_without_reading_the_venues_record_of_its_client_id() {
         .unwrap()
         .unwrap();
     assert_eq!(again, placed);
-    assert!(
-        storage
-            .reads
-            .lock()
-            .unwrap()
-            .contains(&"order/n1".to_string()),
-        "a retry reads the record"
-    );
 }
 
 #[tokio::test]

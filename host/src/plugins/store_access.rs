@@ -299,42 +299,21 @@ mod tests {
         held.written();
     }
 
-    /// A store that counts the reads that reach it.
-    #[derive(Default)]
-    struct CountingStorage {
-        inner: MemoryStorage,
-        reads: std::sync::atomic::AtomicUsize,
-    }
-
-    impl PluginStorage for CountingStorage {
-        fn get(&self, plugin: &str, scope: &str, key: &str) -> Result<Option<String>, String> {
-            self.reads
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.inner.get(plugin, scope, key)
-        }
-        fn write(&self, plugin: &str, scope: &str, changes: &[KeyChange]) -> Result<(), String> {
-            self.inner.write(plugin, scope, changes)
-        }
-        fn scan(
-            &self,
-            plugin: &str,
-            scope: &str,
-            prefix: &str,
-            start_after: Option<&str>,
-            limit: u32,
-        ) -> Result<Vec<(String, String)>, String> {
-            self.inner.scan(plugin, scope, prefix, start_after, limit)
-        }
-        fn adopt(&self, plugin: &str, scope: &str, changes: &[KeyChange]) {
-            self.inner.adopt(plugin, scope, changes)
-        }
-    }
-
     #[test]
     fn a_key_known_absent_is_read_from_no_store_until_the_call_writes_it() {
         for hold_writes in [true, false] {
-            let backend = Arc::new(CountingStorage::default());
-            let reads = || backend.reads.load(std::sync::atomic::Ordering::Relaxed);
+            let backend: Arc<dyn PluginStorage> = Arc::new(MemoryStorage::default());
+            // What the store would answer, were it asked.
+            backend
+                .write(
+                    "paper",
+                    "u1",
+                    &[
+                        change("order/c1", Some("stale")),
+                        change("account", Some("a")),
+                    ],
+                )
+                .unwrap();
             let mut access = StoreAccess::new(
                 backend.clone(),
                 Arc::from("paper"),
@@ -342,16 +321,21 @@ mod tests {
                 hold_writes,
             );
             access.know_absent("order/c1".into());
-            assert_eq!(access.get("order/c1").unwrap(), None);
-            assert_eq!(reads(), 0, "the absent key asks no one");
-            assert_eq!(access.get("account").unwrap(), None);
-            assert_eq!(reads(), 1, "any other key is read");
+            assert_eq!(
+                access.get("order/c1").unwrap(),
+                None,
+                "the store is not asked"
+            );
+            assert_eq!(access.get("account").unwrap().as_deref(), Some("a"));
 
             access.write(vec![change("order/c1", Some("o"))]).unwrap();
             // Written through or flushed, the key is read as written.
             access.flush().unwrap();
-            assert_eq!(access.get("order/c1").unwrap().as_deref(), Some("o"));
-            assert_eq!(reads(), 2, "hold_writes {hold_writes}");
+            assert_eq!(
+                access.get("order/c1").unwrap().as_deref(),
+                Some("o"),
+                "hold_writes {hold_writes}"
+            );
         }
     }
 }
