@@ -129,7 +129,7 @@ impl Manifest {
             if !key.contains(CLIENT_ORDER_ID)
                 || rest.contains(CLIENT_ORDER_ID)
                 || rest.len() > 64
-                || !rest.bytes().all(|b| (0x20..0x7f).contains(&b))
+                || !super::storage::valid_key(&key.replacen(CLIENT_ORDER_ID, "id", 1))
             {
                 return Err(format!(
                     "order_key {key:?} must hold {CLIENT_ORDER_ID} once, with at most 64 other \
